@@ -1,0 +1,123 @@
+// Command detcoll launches, checks and measures deterministic collectives.
+//
+//	detcoll COMMAND [FLAGS] [ARGS]
+//
+// Each command lives in a file of its own and registers in commands. Results
+// go to stdout, progress and errors to stderr. The exit status is 0 on
+// success, 1 on failure and 2 for bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+)
+
+// command is one subcommand. run gets the arguments after the command's name
+// and returns a *usageError for bad usage; the caller prints the error.
+type command struct {
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	summary string // one line for the command list
+}
+
+var commands = map[string]command{
+	"run": {runRun, "launch N local ranks of a program, like torchrun --standalone"},
+}
+
+func main() {
+	// The context ends at the first SIGINT or SIGTERM; later ones are caught
+	// too (stop runs only after run returns), so that commands such as run
+	// finish stopping their ranks instead of dying and orphaning them.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(exitCode(err))
+}
+
+// run runs the command that args name.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return &usageError{errors.New("detcoll: no command")}
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		usage(stderr)
+		return &usageError{fmt.Errorf("detcoll: unknown command %q", args[0])}
+	}
+	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
+		return fmt.Errorf("detcoll %s: %w", args[0], err)
+	}
+	return nil
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: detcoll COMMAND [FLAGS] [ARGS]\n\ncommands:\n")
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		fmt.Fprintf(w, "  %-8s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprint(w, "\nRun 'detcoll COMMAND -h' for a command's flags.\n")
+}
+
+// usageError marks bad command-line use: exit status 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usagef returns a *usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// exitCode maps run's error to the exit status: -h is success.
+func exitCode(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		return 2
+	}
+	return 1
+}
+
+// newFlagSet returns a flag set for a command that prints nothing itself:
+// -h prints synopsis and flags to stderr, and Parse's errors come back to
+// parseFlags, which makes them usage errors.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: detcoll %s %s\n\nflags:\n", name, synopsis)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args into fs. -h yields flag.ErrHelp (exit 0, usage
+// printed), a bad flag a *usageError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return &usageError{err}
+	}
+	return err
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func TestRunCommandLine(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // a substring
+		wantStderr string // a substring
+		wantErr    string // a substring
+	}{
+		{"no command", nil, 2, "", "usage: detcoll COMMAND", "no command"},
+		{"unknown command", []string{"frobnicate"}, 2, "", "usage: detcoll COMMAND", `unknown command "frobnicate"`},
+		{"help", []string{"-h"}, 0, "run ", "", ""},
+		{"help word", []string{"help"}, 0, "run ", "", ""},
+		{"run help", []string{"run", "-h"}, 0, "", "usage: detcoll run -n N", ""},
+		{"run without -n", []string{"run", "--", "true"}, 2, "", "", "-n must be at least 1"},
+		{"run -n 0", []string{"run", "-n", "0", "true"}, 2, "", "", "-n must be at least 1, got 0"},
+		{"run -n negative", []string{"run", "-n", "-3", "true"}, 2, "", "", "got -3"},
+		{"run -n not a number", []string{"run", "-n", "two", "true"}, 2, "", "usage: detcoll run", `invalid value "two" for flag -n`},
+		{"run unknown flag", []string{"run", "-x", "-n", "1", "true"}, 2, "", "usage: detcoll run", "-x"},
+		{"run without program", []string{"run", "-n", "2"}, 2, "", "", "no program to run"},
+		{"run without program after --", []string{"run", "-n", "2", "--"}, 2, "", "", "no program to run"},
+		{"run zero grace", []string{"run", "-n", "2", "--grace", "0s", "true"}, 2, "", "", "--grace must be positive"},
+		{"run program not found", []string{"run", "-n", "2", "--", "detcoll-no-such-program"}, 2, "", "", "detcoll-no-such-program"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, &stdout, &stderr)
+			msg := ""
+			if err != nil {
+				msg = err.Error()
+			}
+			if code := exitCode(err); code != tt.wantCode || !strings.Contains(msg, tt.wantErr) ||
+				!strings.Contains(stdout.String(), tt.wantStdout) || !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("run(%q) = %v (exit %d), stdout %q, stderr %q; want exit %d, error with %q, stdout with %q, stderr with %q",
+					tt.args, err, code, stdout.String(), stderr.String(), tt.wantCode, tt.wantErr, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{flag.ErrHelp, 0},
+		{usagef("bad"), 2},
+		{errors.Join(errors.New("x"), &usageError{errors.New("bad")}), 2},
+		{errors.New("failed"), 1},
+		{context.Canceled, 1},
+	} {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d; want %d", tt.err, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package detcoll
+
+import "github.com/detcoll/detcoll/internal/base"
+
+// AllReduce sums in over all ranks into out, element by element, with the
+// fixed tree: out[i] = T(in_0[i], ..., in_{W-1}[i]) on every rank, the same
+// bits whatever the size, offset or path. out may be in (in place);
+// otherwise they must not overlap. It waits for every peer's input.
+func AllReduce[T Float](c *Comm, in, out []T) error {
+	return c.do(&base.Request{Op: base.OpAllReduce, DType: DTypeOf[T](),
+		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+}
+
+// ReduceScatter sums in (W*n elements) over all ranks and gives rank r the
+// elements [r*n, (r+1)*n) of the sum in out (n elements): bit for bit the
+// same elements AllReduce would give. in and out must not overlap.
+func ReduceScatter[T Float](c *Comm, in, out []T) error {
+	return c.do(&base.Request{Op: base.OpReduceScatter, DType: DTypeOf[T](),
+		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+}
+
+// AllGather concatenates every rank's in (n elements) into out (W*n), in
+// rank order, byte for byte. in may be out's own slot
+// out[rank*n:(rank+1)*n] (in place); otherwise they must not overlap.
+func AllGather[T Element](c *Comm, in, out []T) error {
+	return c.do(&base.Request{Op: base.OpAllGather, DType: DTypeOf[T](),
+		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+}
+
+// Broadcast copies root's buf into every other rank's buf.
+func Broadcast[T Element](c *Comm, buf []T, root int) error {
+	b := bytesOf(buf)
+	return c.do(&base.Request{Op: base.OpBroadcast, DType: DTypeOf[T](), Root: root,
+		In: [][]byte{b}, Out: [][]byte{b}})
+}
+
+// Barrier returns when every rank has called it.
+func (c *Comm) Barrier() error {
+	return c.do(&base.Request{Op: base.OpBarrier})
+}
+
+// AllGatherMany is AllGather of each ins[k] into outs[k] under one
+// synchronisation: the results are those of one AllGather per buffer. The
+// inputs together (each rounded up to 64 bytes) must fit the capacity.
+func AllGatherMany[T Element](c *Comm, ins, outs [][]T) error {
+	return c.do(&base.Request{Op: base.OpAllGatherMany, DType: DTypeOf[T](),
+		In: bytesOfEach(ins), Out: bytesOfEach(outs)})
+}
+
+// ReduceScatterMany is ReduceScatter of each ins[k] into outs[k] under one
+// synchronisation, with the results of one ReduceScatter per buffer.
+func ReduceScatterMany[T Float](c *Comm, ins, outs [][]T) error {
+	return c.do(&base.Request{Op: base.OpReduceScatterMany, DType: DTypeOf[T](),
+		In: bytesOfEach(ins), Out: bytesOfEach(outs)})
+}
+
+// Stage returns this rank's staging memory as n elements for the caller to
+// write its all-reduce input into directly, saving the copy AllReduce
+// makes. It waits until every peer has finished reading the staging from
+// the previous call. The view is valid until the AllReduceStaged call that
+// must follow (no other collective may come between them); writing it
+// after that call starts is a data race with the peers.
+func Stage[T Float](c *Comm, n int) ([]T, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	size := int64(DTypeOf[T]().Size())
+	if n < 0 || int64(n)*size > c.opts.Capacity {
+		return nil, base.Invalidf("Stage: %d elements of %v (%d bytes) do not fit the capacity of %d bytes",
+			n, DTypeOf[T](), int64(n)*size, c.opts.Capacity)
+	}
+	b, err := c.backend.Stage(n * int(size))
+	if err != nil {
+		return nil, err
+	}
+	return typedOf[T](b), nil
+}
+
+// AllReduceStaged sums the inputs that every rank wrote into its Stage
+// view into out (len(out) elements, the count staged): the same bits as
+// AllReduce of those inputs.
+func AllReduceStaged[T Float](c *Comm, out []T) error {
+	return c.do(&base.Request{Op: base.OpAllReduceStaged, DType: DTypeOf[T](),
+		Out: [][]byte{bytesOf(out)}})
+}
+
+func bytesOfEach[T Element](s [][]T) [][]byte {
+	if s == nil {
+		return nil
+	}
+	b := make([][]byte, len(s))
+	for i := range s {
+		b[i] = bytesOf(s[i])
+	}
+	return b
+}

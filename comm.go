@@ -1,0 +1,158 @@
+package detcoll
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/cpu"
+	"github.com/detcoll/detcoll/internal/store"
+)
+
+// hostBackend is what a backend implements for host-memory calls.
+type hostBackend interface {
+	Do(req *base.Request) error
+	Stage(n int) ([]byte, error)
+	Abort(cause error)
+	Err() error
+	Close(ctx context.Context) error
+}
+
+// Comm is a communicator: this process's place in a group of WorldSize
+// ranks that call collectives together.
+//
+// Every collective is called by every rank, in the same order, with
+// matching arguments. The methods are safe for concurrent use, but a
+// communicator runs one collective at a time: concurrent calls are
+// serialised, which leaves their order, and so their pairing across ranks,
+// to chance. Issue collectives from one goroutine per communicator.
+type Comm struct {
+	opts    Options
+	backend hostBackend
+	client  *store.Client // nil for a single rank
+	server  *store.Server // rank 0's, nil elsewhere
+
+	mu     sync.Mutex // guards closed
+	closed bool
+}
+
+// Open joins this process to its job's communicator. It is collective: it
+// returns when every rank has joined and mapped every peer's staging memory,
+// or with an error when ctx ends first, a rank fails, or opts are invalid.
+// Rank 0 hosts the rendezvous store at opts.Addr.
+func Open(ctx context.Context, opts Options) (*Comm, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	c := &Comm{opts: o}
+	o.Logger = o.Logger.With("rank", o.Rank, "world", o.WorldSize, "backend", o.Backend)
+	var rdv base.Rendezvous
+	if o.WorldSize > 1 {
+		c.server, c.client, err = joinStore(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		rdv = storeRendezvous{c.client}
+	}
+	switch o.Backend {
+	case "cpu":
+		c.backend, err = cpu.Open(ctx, cpu.Config{
+			Rank: o.Rank, World: o.WorldSize, Capacity: o.Capacity, Timeout: o.Timeout,
+			Rendezvous: rdv, Logger: o.Logger,
+		})
+	default:
+		err = fmt.Errorf("%w: backend %q is not built yet", ErrUnavailable, o.Backend)
+	}
+	if err != nil {
+		if c.client != nil {
+			c.client.Fail(err.Error())
+		}
+		c.closeStore(ctx)
+		return nil, err
+	}
+	o.Logger.Info("communicator open", "capacity", o.Capacity, "timeout", o.Timeout)
+	c.opts = o
+	return c, nil
+}
+
+// Rank is this process's rank, in [0, WorldSize).
+func (c *Comm) Rank() int { return c.opts.Rank }
+
+// WorldSize is the number of ranks.
+func (c *Comm) WorldSize() int { return c.opts.WorldSize }
+
+// Options returns the options in effect, defaults filled in.
+func (c *Comm) Options() Options { return c.opts }
+
+// Err returns the failure that poisoned the communicator, or nil. Once a
+// call fails on a protocol error (timeout, mismatch, lost peer, abort),
+// every later call returns the same cause; Close the communicator and
+// open a new one.
+func (c *Comm) Err() error {
+	return c.backend.Err()
+}
+
+// Abort fails the communicator from any goroutine: a call in progress on
+// this rank returns promptly with an error matching ErrAborted and wrapping
+// cause, and every peer's calls fail with a *RankError naming this rank.
+func (c *Comm) Abort(cause error) {
+	if cause == nil {
+		cause = errors.New("no reason given")
+	}
+	c.backend.Abort(cause)
+}
+
+// Close ends the communicator. On a healthy communicator it is collective
+// and acknowledged: it returns once every peer has called Close too and
+// finished with this rank's memory, or with an error when ctx or the
+// timeout ends the wait. Either way it then releases everything. On a
+// failed communicator it releases without waiting. Close is idempotent;
+// every other call after it returns ErrClosed.
+func (c *Comm) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	err := c.backend.Close(ctx)
+	if serr := c.closeStore(ctx); err == nil {
+		err = serr
+	}
+	c.opts.Logger.Info("communicator closed", "err", err)
+	return err
+}
+
+func (c *Comm) closeStore(ctx context.Context) error {
+	var err error
+	if c.client != nil {
+		err = c.client.Close(ctx)
+	}
+	if c.server != nil {
+		c.server.Close()
+	}
+	return err
+}
+
+func (c *Comm) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// do validates a request and runs it.
+func (c *Comm) do(req *base.Request) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	if err := base.Validate(req, c.opts.Rank, c.opts.WorldSize, c.opts.Capacity); err != nil {
+		return err
+	}
+	return c.backend.Do(req)
+}

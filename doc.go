@@ -1,0 +1,57 @@
+// Package detcoll provides deterministic collective communication:
+// all-reduce, reduce-scatter, all-gather and broadcast whose results are
+// bitwise identical on every rank, on every run, for every message size and
+// offset, and on every execution path.
+//
+// # Guarantee
+//
+// Sums follow one fixed tree T over the ranks, whatever the size of the
+// message: over ranks [lo, hi), split at the largest power of two p < hi-lo
+// and add T(lo, lo+p) + T(lo+p, hi), lower ranks on the left. For 4 ranks
+// that is (r0+r1)+(r2+r3); for 3 ranks (r0+r1)+r2. Every node rounds once,
+// to nearest even, in the element type itself (bfloat16 and float16 are
+// added exactly in float32 and rounded once; float32 and float64 are plain
+// IEEE adds with subnormals kept). Every NaN result is the canonical NaN of
+// its type (all ones but the sign bit: 0x7FFF for bfloat16 and float16,
+// 0x7FFFFFFF, 0x7FFFFFFFFFFFFFFF). So element i of a result depends only on
+// the W inputs at i: not on the message size, its alignment, the chunking,
+// the path taken or the backend. With a power-of-two world size the trees
+// nest: W=k ranks that each hold the tree of their contiguous block of 8
+// leaves produce the W=8 result bit for bit (tensor-parallel invariance).
+//
+// # Usage
+//
+// Every rank opens a communicator and calls the same collectives in the
+// same order:
+//
+//	c, err := detcoll.Open(ctx, detcoll.Options{}) // rank and peers from the environment
+//	if err != nil { ... }
+//	defer c.Close(ctx)
+//	err = detcoll.AllReduce(c, grads, grads) // in place
+//
+// Launch ranks with "detcoll run -n 4 -- ./prog", torchrun, mpirun or srun.
+// With no launcher variables set, Open makes a communicator of one rank.
+//
+// Host-memory calls take typed slices; the element type picks the
+// arithmetic. Stage and AllReduceStaged let a rank write its input straight
+// into the staging memory its peers read, saving a copy.
+//
+// # Failure
+//
+// Every wait is bounded by Options.Timeout. A rank that crashes, is killed,
+// or fails a call makes every other rank's pending and later calls fail
+// promptly (well within a second, through the rendezvous connection and the
+// shared status words) with a *RankError naming it, never a hang and never
+// wrong data reported as success. A rank that calls a different collective
+// makes every rank fail with a *MismatchError listing each rank's
+// signature. After such a failure the communicator is poisoned: every call
+// returns the cause (Err). Close it and Open a new one. Bad arguments are
+// rejected before any work with ErrInvalid and leave the communicator
+// usable.
+//
+// # Backends
+//
+// "cpu" (the default) runs ranks as processes on one host that share
+// memory. "cuda" runs one process per NVIDIA GPU of one host over CUDA IPC.
+// Both give the same bits for the same inputs.
+package detcoll

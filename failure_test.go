@@ -1,0 +1,279 @@
+package detcoll_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/ranktest"
+)
+
+func init() {
+	roles["mismatch"] = roleMismatch
+	roles["skip"] = roleSkip
+	roles["kill"] = roleKill
+	roles["close"] = roleClose
+	roles["reopen"] = roleReopen
+}
+
+// roleMismatch: the last rank calls something else; every rank must fail
+// with a *MismatchError listing every rank's signature, then stay failed.
+func roleMismatch() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	w, rank := c.WorldSize(), c.Rank()
+	in := make([]float32, 1000)
+	out := make([]float32, 1000)
+	odd := rank == w-1
+	switch mode := os.Getenv("MISMATCH"); {
+	case !odd:
+		err = detcoll.AllReduce(c, in, out)
+	case mode == "op":
+		err = detcoll.AllGather(c, in, make([]float32, w*len(in)))
+	case mode == "dtype":
+		err = detcoll.AllReduce(c, make([]float64, 1000), make([]float64, 1000))
+	case mode == "count":
+		err = detcoll.AllReduce(c, in[:999], out[:999])
+	case mode == "root":
+		err = detcoll.Broadcast(c, in, 0) // the others all-reduce
+	default:
+		return fmt.Errorf("unknown MISMATCH %q", mode)
+	}
+	var me *detcoll.MismatchError
+	if !errors.Is(err, detcoll.ErrMismatch) || !errors.As(err, &me) {
+		return fmt.Errorf("got %v, want a *MismatchError", err)
+	}
+	if len(me.Signatures) != w {
+		return fmt.Errorf("mismatch lists %d signatures, want %d: %v", len(me.Signatures), w, err)
+	}
+	for p, s := range me.Signatures {
+		if (s == me.Signatures[0]) == (p == w-1) {
+			return fmt.Errorf("signature of rank %d is %v: want the last rank alone to differ: %v", p, s, err)
+		}
+	}
+	fmt.Printf("rank %d: %v\n", rank, err)
+	if err2 := detcoll.AllReduce(c, in, out); !errors.Is(err2, detcoll.ErrMismatch) {
+		return fmt.Errorf("call after a mismatch: got %v, want the cause again", err2)
+	}
+	return nil
+}
+
+// roleSkip: the last rank skips a call; the others must get a timeout
+// naming the operation and the missing rank.
+func roleSkip() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	w, rank := c.WorldSize(), c.Rank()
+	if rank == w-1 {
+		time.Sleep(3 * time.Second)
+		// By now the others have failed and said so.
+		if err := c.Barrier(); !errors.Is(err, detcoll.ErrPeerLost) {
+			return fmt.Errorf("skipper's next call: got %v, want ErrPeerLost", err)
+		}
+		return nil
+	}
+	start := time.Now()
+	err = detcoll.AllReduce(c, make([]float32, 10), make([]float32, 10))
+	var te *detcoll.TimeoutError
+	if !errors.Is(err, detcoll.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &te) {
+		// A faster peer may have timed out first and told us.
+		if errors.Is(err, detcoll.ErrPeerLost) && rank != 0 {
+			fmt.Printf("rank %d: %v\n", rank, err)
+			return nil
+		}
+		return fmt.Errorf("got %v, want a *TimeoutError", err)
+	}
+	if te.Op.String() != "AllReduce" || !strings.Contains(err.Error(), "AllReduce") || len(te.Missing) == 0 || te.Missing[len(te.Missing)-1] != w-1 {
+		return fmt.Errorf("timeout error does not name AllReduce and rank %d: %v", w-1, err)
+	}
+	fmt.Printf("rank %d: after %v: %v\n", rank, time.Since(start).Round(time.Millisecond), err)
+	return nil
+}
+
+// roleKill: every rank all-reduces in a loop; the victim kills itself with
+// SIGKILL in the middle. The others must fail with a *RankError naming it;
+// they print when they noticed, the victim when it died.
+func roleKill() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	victim := envInt("VICTIM", 1)
+	in := make([]float32, 50000)
+	out := make([]float32, len(in))
+	for i := 0; ; i++ {
+		if c.Rank() == victim && i == 300 {
+			fmt.Printf("KILL %d\n", time.Now().UnixNano())
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		n := len(in)
+		if i%2 == 0 {
+			n = 100 // alternate the one-shot and the two-phase paths
+		}
+		if err = detcoll.AllReduce(c, in[:n], out[:n]); err != nil {
+			break
+		}
+	}
+	fmt.Printf("DETECTED %d %v\n", time.Now().UnixNano(), err)
+	var re *detcoll.RankError
+	if !errors.Is(err, detcoll.ErrPeerLost) || !errors.As(err, &re) || re.Rank != victim {
+		return fmt.Errorf("got %v, want a *RankError naming rank %d", err, victim)
+	}
+	return nil
+}
+
+// roleClose: Close waits for every peer's Close (the last rank is late),
+// is idempotent, and every call after it fails with ErrClosed.
+func roleClose() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	if err := detcoll.AllReduce(c, make([]float32, 8), make([]float32, 8)); err != nil {
+		return err
+	}
+	const late = 500 * time.Millisecond
+	if c.Rank() == c.WorldSize()-1 {
+		time.Sleep(late)
+	}
+	start := time.Now()
+	if err := c.Close(ctx); err != nil {
+		return fmt.Errorf("Close: %w", err)
+	}
+	if took := time.Since(start); c.Rank() != c.WorldSize()-1 && took < late*8/10 {
+		return fmt.Errorf("Close returned after %v, before the late peer closed", took)
+	}
+	if err := c.Close(ctx); err != nil {
+		return fmt.Errorf("second Close: %w", err)
+	}
+	if err := detcoll.AllReduce(c, make([]float32, 8), make([]float32, 8)); !errors.Is(err, detcoll.ErrClosed) {
+		return fmt.Errorf("AllReduce after Close: got %v, want ErrClosed", err)
+	}
+	if err := c.Barrier(); !errors.Is(err, detcoll.ErrClosed) {
+		return fmt.Errorf("Barrier after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := detcoll.Stage[float32](c, 4); !errors.Is(err, detcoll.ErrClosed) {
+		return fmt.Errorf("Stage after Close: got %v, want ErrClosed", err)
+	}
+	return nil
+}
+
+// roleReopen: a communicator fails (mismatch); after Close a new one on
+// the same job works.
+func roleReopen() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	if c.Rank() == 0 {
+		err = c.Barrier()
+	} else {
+		err = detcoll.AllReduce(c, make([]float32, 8), make([]float32, 8))
+	}
+	if !errors.Is(err, detcoll.ErrMismatch) {
+		return fmt.Errorf("first communicator: got %v, want ErrMismatch", err)
+	}
+	c.Close(ctx)
+	c2, err := openRank(ctx)
+	if err != nil {
+		return fmt.Errorf("second Open: %w", err)
+	}
+	in := []float32{float32(c2.Rank() + 1)}
+	out := make([]float32, 1)
+	if err := detcoll.AllReduce(c2, in, out); err != nil {
+		return fmt.Errorf("second communicator: %w", err)
+	}
+	w := c2.WorldSize()
+	if want := float32(w * (w + 1) / 2); out[0] != want {
+		return fmt.Errorf("second communicator: got %v, want %v", out[0], want)
+	}
+	return c2.Close(ctx)
+}
+
+func TestMismatchFailsEveryRank(t *testing.T) {
+	for _, mode := range []string{"op", "dtype", "count", "root"} {
+		for _, w := range []int{2, 3} {
+			t.Run(fmt.Sprintf("%s/W=%d", mode, w), func(t *testing.T) {
+				res := ranktest.Run(t, w, "mismatch", time.Minute, "MISMATCH="+mode, "TEST_TIMEOUT_MS=20000")
+				ranktest.RequireOK(t, res)
+				if !t.Failed() {
+					t.Logf("rank 0 said: %s", strings.TrimSpace(res[0].Output))
+				}
+			})
+		}
+	}
+}
+
+func TestSkippedCallTimesOut(t *testing.T) {
+	res := ranktest.Run(t, 3, "skip", time.Minute, "TEST_TIMEOUT_MS=1000")
+	ranktest.RequireOK(t, res)
+	t.Logf("rank 0 said: %s", strings.TrimSpace(res[0].Output))
+}
+
+var timeRE = regexp.MustCompile(`(KILL|DETECTED) (\d+)`)
+
+// TestKilledRankFailsEveryRankPromptly kills a rank with SIGKILL during a
+// run of all-reduces and measures how long the others take to fail.
+func TestKilledRankFailsEveryRankPromptly(t *testing.T) {
+	for _, tc := range []struct{ world, victim int }{{2, 1}, {4, 2}, {4, 0}} {
+		t.Run(fmt.Sprintf("W=%d/victim=%d", tc.world, tc.victim), func(t *testing.T) {
+			res := ranktest.Run(t, tc.world, "kill", time.Minute, "VICTIM="+strconv.Itoa(tc.victim), "TEST_TIMEOUT_MS=30000")
+			var killed int64
+			if m := timeRE.FindStringSubmatch(res[tc.victim].Output); m != nil && m[1] == "KILL" {
+				killed, _ = strconv.ParseInt(m[2], 10, 64)
+			}
+			if res[tc.victim].Signal != syscall.SIGKILL || killed == 0 {
+				t.Fatalf("victim did not die by SIGKILL as planned: %+v", res[tc.victim])
+			}
+			var worst time.Duration
+			for _, r := range res {
+				if r.Rank == tc.victim {
+					continue
+				}
+				if r.Failed() {
+					t.Errorf("rank %d: exit %d:\n%s", r.Rank, r.ExitCode, r.Output)
+					continue
+				}
+				m := timeRE.FindStringSubmatch(r.Output)
+				if m == nil || m[1] != "DETECTED" {
+					t.Errorf("rank %d printed no detection time:\n%s", r.Rank, r.Output)
+					continue
+				}
+				at, _ := strconv.ParseInt(m[2], 10, 64)
+				worst = max(worst, time.Duration(at-killed))
+			}
+			t.Logf("slowest survivor failed %v after the kill", worst)
+			if worst > time.Second {
+				t.Errorf("survivors took %v to fail, want < 1s", worst)
+			}
+		})
+	}
+}
+
+func TestCloseIsAcknowledged(t *testing.T) {
+	ranktest.RequireOK(t, ranktest.Run(t, 3, "close", time.Minute))
+}
+
+func TestNewCommunicatorAfterFailure(t *testing.T) {
+	ranktest.RequireOK(t, ranktest.Run(t, 2, "reopen", time.Minute, "TEST_TIMEOUT_MS=20000"))
+}

@@ -1,0 +1,40 @@
+package cpu
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// paths holds the size thresholds that choose between execution paths.
+// Every path gives the same bits; the thresholds only trade speed, and must
+// be equal on every rank (Open checks), since ranks on different paths of
+// one call would wait for words the others never publish.
+type paths struct {
+	// allReduceOneShotMax is the largest all-reduce input, in bytes, that
+	// every rank reduces whole from every peer's staging. Larger inputs are
+	// reduce-scattered into place, then all-gathered, so each rank sums
+	// only its shard. See docs/thresholds.md for the measurement.
+	allReduceOneShotMax int
+}
+
+func defaultPaths() paths {
+	return paths{allReduceOneShotMax: 64 << 10}
+}
+
+// envOneShotMax overrides the all-reduce threshold, for measuring it. It is
+// a tuning knob, not API.
+const envOneShotMax = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
+
+func (p *paths) fromEnv() error {
+	v := os.Getenv(envOneShotMax)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%s=%q: want a byte count >= 0", envOneShotMax, v)
+	}
+	p.allReduceOneShotMax = n
+	return nil
+}

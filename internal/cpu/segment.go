@@ -1,0 +1,70 @@
+package cpu
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/num"
+)
+
+// Layout of a rank's segment. Each word a peer polls has a cache line of its
+// own so that writing one word does not disturb the readers of another.
+const (
+	offStage   = 0   // last sequence whose input is staged and signed
+	offReduced = 64  // last sequence whose shard is reduced in place (large all-reduce)
+	offDone    = 128 // last sequence this rank finished reading its peers for
+	offStatus  = 192 // nonzero once the rank has failed: see status.go
+	offWaiters = 256 // number of peers sleeping on one of this segment's words (uint32)
+	offSig     = 320 // the signature of the staged call, sigWords words
+	sigWords   = 7
+	offReason  = 1024 // why the rank failed, reasonLen bytes, written before the status word
+	reasonLen  = 2048
+	ctrlSize   = 4096 // keeps the payload page aligned
+)
+
+// segment is one rank's mapped shared memory.
+type segment struct {
+	mem     []byte
+	payload []byte
+}
+
+func newSegment(mem []byte) segment {
+	return segment{mem: mem, payload: mem[ctrlSize:]}
+}
+
+func (s segment) word(off int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&s.mem[off]))
+}
+
+func (s segment) load(off int) uint64 { return atomic.LoadUint64(s.word(off)) }
+
+func (s segment) waiters() *uint32 {
+	return (*uint32)(unsafe.Pointer(&s.mem[offWaiters]))
+}
+
+func (s segment) writeSignature(sig base.Signature) {
+	w := [sigWords]uint64{
+		uint64(sig.Op), uint64(sig.DType), sig.Count, uint64(sig.Root),
+		uint64(sig.Buffers), sig.Layout, sig.Seq,
+	}
+	for i, v := range w {
+		atomic.StoreUint64(s.word(offSig+8*i), v)
+	}
+}
+
+func (s segment) readSignature() base.Signature {
+	var w [sigWords]uint64
+	for i := range w {
+		w[i] = s.load(offSig + 8*i)
+	}
+	return base.Signature{
+		Op: base.Op(w[0]), DType: num.DType(w[1]), Count: w[2], Root: uint32(w[3]),
+		Buffers: uint32(w[4]), Layout: w[5], Seq: w[6],
+	}
+}
+
+func segmentSize(capacity int64) int64 {
+	const page = 4096
+	return ctrlSize + (capacity+page-1)/page*page
+}

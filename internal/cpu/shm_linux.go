@@ -1,0 +1,112 @@
+package cpu
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// shmDir returns where segments live: a tmpfs, /dev/shm, unless
+// DETCOLL_SHM_DIR names another directory (tests give each job its own, to
+// check that nothing is left behind).
+func shmDir() string {
+	if d := os.Getenv("DETCOLL_SHM_DIR"); d != "" {
+		return d
+	}
+	return "/dev/shm"
+}
+
+const shmPrefix = "detcoll-"
+
+// createSegment makes a new segment file of size bytes, readable and
+// writable by this user only, under a name nobody can guess, and maps it.
+func createSegment(size int64) (name string, mem []byte, err error) {
+	var rnd [16]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", nil, err
+	}
+	name = shmPrefix + hex.EncodeToString(rnd[:])
+	path := filepath.Join(shmDir(), name)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("create shared memory %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, size); err != nil {
+		unix.Unlink(path)
+		return "", nil, fmt.Errorf("size shared memory %s to %d bytes: %w", path, size, err)
+	}
+	mem, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Unlink(path)
+		return "", nil, fmt.Errorf("map shared memory %s: %w", path, err)
+	}
+	return name, mem, nil
+}
+
+// openSegment maps a peer's segment by the name it published.
+func openSegment(name string, size int64) ([]byte, error) {
+	if !validName(name) {
+		return nil, fmt.Errorf("bad shared memory name %q", name)
+	}
+	path := filepath.Join(shmDir(), name)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open peer shared memory %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat peer shared memory %s: %w", path, err)
+	}
+	if st.Size != size {
+		return nil, fmt.Errorf("peer shared memory %s has %d bytes, want %d", path, st.Size, size)
+	}
+	mem, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map peer shared memory %s: %w", path, err)
+	}
+	return mem, nil
+}
+
+// anonymousSegment maps private memory for a communicator of one rank,
+// which has nobody to share with.
+func anonymousSegment(size int64) ([]byte, error) {
+	return unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+}
+
+// unlinkSegment removes a segment's name; mappings stay valid. A name that
+// is already gone is not an error: several ranks may race to remove it.
+func unlinkSegment(name string) error {
+	if !validName(name) {
+		return nil
+	}
+	err := unix.Unlink(filepath.Join(shmDir(), name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func unmap(mem []byte) {
+	if mem != nil {
+		unix.Munmap(mem)
+	}
+}
+
+// validName accepts only names createSegment makes, so a peer cannot make us
+// open or unlink anything else.
+func validName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, shmPrefix)
+	if !ok || len(hexPart) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
+}

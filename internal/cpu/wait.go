@@ -1,0 +1,122 @@
+package cpu
+
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/base"
+)
+
+// sleepSlice caps each futex sleep so that a sleeper re-checks the failure
+// state even if no wake-up reaches it (a peer that dies cannot wake anyone).
+const sleepSlice = 10 * time.Millisecond
+
+// spinFor is how long a waiter polls before it sleeps: long enough to catch
+// a peer that is a few microseconds behind without a system call, short
+// enough not to steal the core from a peer when ranks outnumber cores.
+var spinFor = func() time.Duration {
+	if runtime.NumCPU() >= 2 {
+		return 20 * time.Microsecond
+	}
+	return 0
+}()
+
+// publish stores v into one of this rank's sequence words (a release: every
+// write before it is visible to a peer that reads v) and wakes the peers
+// sleeping on it, if any. The waiter count makes the common case, nobody
+// asleep, free of system calls; the sequentially consistent atomics on both
+// sides (store word, load count / add count, load word) mean a sleeper is
+// either seen or sees the new value.
+func (c *Comm) publish(off int, v uint64) {
+	own := c.segs[c.rank]
+	w := own.word(off)
+	atomic.StoreUint64(w, v)
+	if atomic.LoadUint32(own.waiters()) != 0 {
+		futexWake(low32(w))
+	}
+}
+
+// reserve waits until every peer has finished reading this rank's staging
+// for the previous call, so the staging may be overwritten.
+func (c *Comm) reserve(op base.Op, seq uint64, deadline time.Time) error {
+	return c.waitAll(offDone, seq-1, "waiting for peers to release the staging memory", op, deadline)
+}
+
+// waitAll waits until the word at off of every peer is at least target.
+// It ends early on a failure (this communicator's or a peer's status) and
+// with a *base.TimeoutError at the deadline.
+func (c *Comm) waitAll(off int, target uint64, phase string, op base.Op, deadline time.Time) error {
+	for p := range c.world {
+		if p == c.rank {
+			continue
+		}
+		ok, err := c.waitPeer(p, off, target, deadline)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			var missing []int
+			for q := range c.world {
+				if q != c.rank && c.segs[q].load(off) < target {
+					missing = append(missing, q)
+				}
+			}
+			return &base.TimeoutError{Op: op, Seq: target, Phase: phase, Missing: missing, After: c.timeout}
+		}
+	}
+	return nil
+}
+
+// waitPeer waits for one peer's word; ok is false at the deadline.
+func (c *Comm) waitPeer(p, off int, target uint64, deadline time.Time) (ok bool, err error) {
+	s := c.segs[p]
+	w := s.word(off)
+	if atomic.LoadUint64(w) >= target {
+		return true, nil
+	}
+	if spinFor > 0 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			if atomic.LoadUint64(w) >= target {
+				return true, nil
+			}
+			if i%256 == 0 && time.Since(start) > spinFor {
+				break
+			}
+		}
+	}
+	for {
+		if err := c.checkFailure(); err != nil {
+			return false, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return atomic.LoadUint64(w) >= target, nil
+		}
+		atomic.AddUint32(s.waiters(), 1)
+		if v := atomic.LoadUint64(w); v < target {
+			futexWait(low32(w), uint32(v), min(left, sleepSlice))
+		}
+		atomic.AddUint32(s.waiters(), ^uint32(0))
+		if atomic.LoadUint64(w) >= target {
+			return true, nil
+		}
+	}
+}
+
+// checkFailure returns this communicator's failure, or a peer's that it
+// has set in its status word.
+func (c *Comm) checkFailure() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	for p := range c.segs {
+		if p != c.rank {
+			if err := c.peerFailure(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

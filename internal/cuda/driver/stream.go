@@ -1,0 +1,76 @@
+//go:build cgo && linux
+
+package driver
+
+/*
+#include "cudrv.h"
+*/
+import "C"
+
+// StreamCreate creates a stream in the current context. detcoll uses
+// StreamNonBlocking streams, so that its work never waits on (or stalls) a
+// user's legacy default stream.
+func StreamCreate(flags StreamFlags) (Stream, error) {
+	var s C.CUstream
+	if r := C.dc_cuStreamCreate(&s, C.uint(flags)); r != 0 {
+		return 0, cuErr(r, "cuStreamCreate", uint32(flags))
+	}
+	return Stream(s), nil
+}
+
+// Destroy destroys the stream. Work already queued still runs to completion.
+func (s Stream) Destroy() error {
+	if r := C.dc_cuStreamDestroy(C.CUstream(s)); r != 0 {
+		return cuErr(r, "cuStreamDestroy_v2", uintptr(s))
+	}
+	return nil
+}
+
+// Synchronize waits until all work queued on s is done, and returns the
+// error of an earlier asynchronous failure, if any.
+func (s Stream) Synchronize() error {
+	if r := C.dc_cuStreamSynchronize(C.CUstream(s)); r != 0 {
+		return cuErr(r, "cuStreamSynchronize", uintptr(s))
+	}
+	return nil
+}
+
+// Query reports whether all work queued on s is done, without waiting.
+func (s Stream) Query() (bool, error) {
+	r := C.dc_cuStreamQuery(C.CUstream(s))
+	switch Result(r) {
+	case ResultSuccess:
+		return true, nil
+	case ResultNotReady:
+		return false, nil
+	}
+	return false, cuErr(r, "cuStreamQuery", uintptr(s))
+}
+
+// WaitEvent makes work queued on s after this call wait until e completes.
+// It does not block the host.
+func (s Stream) WaitEvent(e Event) error {
+	if r := C.dc_cuStreamWaitEvent(C.CUstream(s), C.CUevent(e), 0); r != 0 {
+		return cuErr(r, "cuStreamWaitEvent", uintptr(s), uintptr(e))
+	}
+	return nil
+}
+
+// BeginCapture starts recording the work queued on s into a graph instead of
+// running it. The legacy default stream cannot be captured.
+func (s Stream) BeginCapture(mode CaptureMode) error {
+	if r := C.dc_cuStreamBeginCapture(C.CUstream(s), C.int(mode)); r != 0 {
+		return cuErr(r, "cuStreamBeginCapture_v2", uintptr(s), int(mode))
+	}
+	return nil
+}
+
+// EndCapture ends the capture begun by BeginCapture and returns the graph,
+// which the caller instantiates and eventually destroys.
+func (s Stream) EndCapture() (Graph, error) {
+	var g C.CUgraph
+	if r := C.dc_cuStreamEndCapture(C.CUstream(s), &g); r != 0 {
+		return 0, cuErr(r, "cuStreamEndCapture", uintptr(s))
+	}
+	return Graph(g), nil
+}

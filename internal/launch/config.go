@@ -1,0 +1,86 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// DefaultGrace is the Grace of a Config that leaves it zero.
+const DefaultGrace = 5 * time.Second
+
+// Config describes a job for [Run]. Zero fields mean defaults.
+type Config struct {
+	N       int      // ranks, >= 1
+	Program string   // looked up in the launcher's $PATH unless it contains a slash
+	Args    []string // arguments after the program name
+
+	// Env is the base environment of every rank; nil means os.Environ().
+	// Run removes what would mislead FromEnv in a rank (see childEnv) and
+	// adds the job's variables.
+	Env []string
+
+	// Stdout and Stderr receive the ranks' output; nil discards it. An
+	// *os.File is handed to the ranks as it is unless Prefix is set;
+	// anything else is fed whole lines through a pipe, one writer at a time.
+	Stdout, Stderr io.Writer
+
+	// Prefix puts "[rank N] " before every line a rank writes. Lines are
+	// never interleaved; a line longer than 64 KiB is cut.
+	Prefix bool
+
+	// Grace is how long stopping ranks get between SIGTERM and SIGKILL;
+	// zero means DefaultGrace.
+	Grace time.Duration
+
+	// started, when set, is called with each rank's pid as it starts: the
+	// tests use it to check that no rank outlives Run.
+	started func(rank, pid int)
+}
+
+// ConfigError reports a Config field that Run cannot use.
+type ConfigError struct {
+	Field string // e.g. "N"
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "launch: Config." + e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns e.Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func (c Config) withDefaults() Config {
+	if c.Env == nil {
+		c.Env = os.Environ()
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = io.Discard
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
+	}
+	return c
+}
+
+// validate checks c and returns the program's path.
+func (c Config) validate() (path string, err error) {
+	switch {
+	case c.N < 1 || c.N > maxWorld:
+		return "", &ConfigError{"N", fmt.Errorf("%d ranks is not in [1, %d]", c.N, maxWorld)}
+	case c.Grace < 0:
+		return "", &ConfigError{"Grace", fmt.Errorf("%v is negative", c.Grace)}
+	case c.Program == "":
+		return "", &ConfigError{"Program", errors.New("empty")}
+	}
+	path, err = exec.LookPath(c.Program)
+	if err != nil {
+		return "", &ConfigError{"Program", err}
+	}
+	return path, nil
+}

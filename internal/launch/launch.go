@@ -1,0 +1,297 @@
+//go:build unix
+
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// sweepPoll is how often Run looks for processes left in the ranks' groups;
+// the kernel offers no event for a process group becoming empty.
+const sweepPoll = 10 * time.Millisecond
+
+// killWait bounds how long Run waits for SIGKILL to take effect on what is
+// left in the ranks' groups.
+const killWait = time.Second
+
+// Run starts cfg.N ranks of cfg.Program on this host and waits for all of
+// them.
+//
+// Each rank runs in a process group of its own, led by the rank, so that a
+// signal for it reaches the processes it starts too; its stdin is
+// /dev/null. Its environment is the base one (see Config.Env) plus RANK,
+// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE (the global values: all ranks are
+// local), MASTER_ADDR=127.0.0.1, MASTER_PORT (a loopback port that was free)
+// and DETCOLL_SECRET (32 random bytes in hex, fresh for each job).
+//
+// Run returns nil when every rank exits with status 0. When a rank exits
+// otherwise, Run stops the others (SIGTERM to each group, then SIGKILL to
+// what is left after cfg.Grace), waits for all of them and returns a
+// [*RankError] for the failure that happened first. When ctx ends first, Run
+// stops every rank the same way and returns an error wrapping ctx.Err() and
+// its cause. Processes still in a rank's group once the rank exited are
+// stopped the same way at the end: when Run returns, every rank has been
+// waited for and nothing of the job runs on, except processes that left
+// their group (setsid), whose output Run stops reading after cfg.Grace. On
+// Linux a rank also gets SIGTERM should the launcher die without stopping
+// it (kill -9).
+//
+// A bad cfg is a [*ConfigError], returned before anything starts. Run is
+// safe for concurrent use: each call is a job of its own.
+func Run(ctx context.Context, cfg Config) error {
+	cfg = cfg.withDefaults()
+	path, err := cfg.validate()
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return interrupted(ctx)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	// setParentDeath ties each rank to the thread that starts it: keep this
+	// goroutine, which starts them all, on its thread until they are reaped.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	j := &job{cfg: cfg, exits: make(chan exit, cfg.N)}
+	startErr := j.start(path, port, newSecret())
+	return j.supervise(ctx, startErr)
+}
+
+// job is one call of Run. Its goroutine (the caller's) starts the ranks and
+// supervises them; it owns a waiter goroutine per rank, which ends with its
+// one send on exits, and the output copiers, which end once the pipes are
+// drained.
+type job struct {
+	cfg   Config
+	procs []*exec.Cmd // the started ranks, by rank
+	exits chan exit   // one value per started rank; buffered so waiters never block
+
+	mu      sync.Mutex     // shared by the lineWriters: guards cfg.Stdout and cfg.Stderr
+	readers []*os.File     // read ends of the output pipes, closed by drain
+	copiers sync.WaitGroup // one goroutine per reader
+}
+
+// exit is the end of one rank.
+type exit struct {
+	at  time.Time  // when Wait returned: how failures are ordered
+	err *RankError // nil for status 0
+}
+
+// start starts the ranks in order; on error, the ranks started so far run on
+// for supervise to stop.
+func (j *job) start(path string, port int, secret string) error {
+	base := baseEnv(j.cfg.Env)
+	for rank := range j.cfg.N {
+		cmd := exec.Command(path, j.cfg.Args...)
+		cmd.Args[0] = j.cfg.Program
+		cmd.Env = childEnv(base, rank, j.cfg.N, port, secret)
+		cmd.SysProcAttr = sysProcAttr()
+		var ends []*os.File // the pipes' write ends, which only the rank keeps
+		stdout, err := j.output(rank, j.cfg.Stdout, &ends)
+		if err == nil {
+			cmd.Stdout = stdout
+			cmd.Stderr, err = j.output(rank, j.cfg.Stderr, &ends)
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		for _, f := range ends {
+			f.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("launch: start rank %d: %w", rank, err)
+		}
+		j.procs = append(j.procs, cmd)
+		if j.cfg.started != nil {
+			j.cfg.started(rank, cmd.Process.Pid)
+		}
+		go func() {
+			err := cmd.Wait()
+			j.exits <- exit{time.Now(), rankError(rank, err)}
+		}()
+	}
+	return nil
+}
+
+// output is what a rank writes to for w. An *os.File goes to the rank as it
+// is, as does nothing for io.Discard (the rank gets /dev/null); anything else,
+// and any prefixed output, goes through a pipe and a lineWriter. The pipe's
+// write end is appended to ends, for the caller to close once the rank holds
+// it.
+func (j *job) output(rank int, w io.Writer, ends *[]*os.File) (io.Writer, error) {
+	if w == io.Discard {
+		return nil, nil
+	}
+	if f, ok := w.(*os.File); ok && !j.cfg.Prefix {
+		return f, nil
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	*ends = append(*ends, pw)
+	j.readers = append(j.readers, r)
+	lw := &lineWriter{mu: &j.mu, out: w}
+	if j.cfg.Prefix {
+		lw.prefix = fmt.Appendf(nil, "[rank %d] ", rank)
+	}
+	j.copiers.Go(func() {
+		io.Copy(lw, r) // ends at EOF, or at drain's deadline
+		lw.Flush()
+	})
+	return pw, nil
+}
+
+// supervise waits for every started rank. The first failure, ctx's end or
+// startErr makes it stop the ranks; see Run for what it returns.
+func (j *job) supervise(ctx context.Context, startErr error) error {
+	var (
+		first    *exit     // the earliest failure
+		cause    error     // why the ranks were stopped, when not for a failure
+		stopping bool      // SIGTERM sent
+		killAt   time.Time // when SIGKILL follows, once stopping
+		kill     <-chan time.Time
+		done     = ctx.Done()
+	)
+	stop := func() {
+		if stopping {
+			return
+		}
+		stopping = true
+		j.signal(syscall.SIGTERM)
+		killAt = time.Now().Add(j.cfg.Grace)
+		kill = time.After(j.cfg.Grace) // collected unfired since Go 1.23: no Stop needed
+	}
+	if startErr != nil {
+		cause = startErr
+		stop()
+	}
+	for left := len(j.procs); left > 0; {
+		select {
+		case e := <-j.exits:
+			left--
+			if e.err != nil {
+				if first == nil || e.at.Before(first.at) {
+					first = &e
+				}
+				stop()
+			}
+		case <-done:
+			done = nil
+			if !stopping {
+				cause = interrupted(ctx)
+				stop()
+			}
+		case <-kill:
+			kill = nil
+			j.signal(syscall.SIGKILL)
+		}
+	}
+	j.sweep(stopping, killAt)
+	j.drain()
+	switch {
+	case cause != nil:
+		return cause
+	case first != nil:
+		return first.err
+	}
+	return nil
+}
+
+// signal sends sig to every rank's group, including the groups of ranks that
+// exited, which may still hold processes they started. (Once such a group
+// is empty its id may in time name a new process, but a group only if that
+// process makes itself a leader: the risk torchrun's killpg takes too.)
+func (j *job) signal(sig syscall.Signal) {
+	for _, cmd := range j.procs {
+		signalGroup(cmd.Process.Pid, sig)
+	}
+}
+
+// sweep stops the processes left in the ranks' groups after every rank
+// exited: the job is over, so they get what stopped ranks get, SIGTERM
+// (unless already sent) and SIGKILL at killAt. It returns when the groups
+// are empty, or killWait after SIGKILL for a process the kernel cannot kill
+// yet (uninterruptible sleep).
+func (j *job) sweep(stopping bool, killAt time.Time) {
+	gone := func(pid int) bool { return !groupAlive(pid) }
+	var left []int
+	for _, cmd := range j.procs {
+		left = append(left, cmd.Process.Pid)
+	}
+	if left = slices.DeleteFunc(left, gone); len(left) == 0 {
+		return
+	}
+	if !stopping {
+		for _, pid := range left {
+			signalGroup(pid, syscall.SIGTERM)
+		}
+		killAt = time.Now().Add(j.cfg.Grace)
+	}
+	var giveUp time.Time // set once SIGKILL is sent
+	for len(left) > 0 {
+		switch now := time.Now(); {
+		case now.Before(killAt):
+		case giveUp.IsZero():
+			for _, pid := range left {
+				signalGroup(pid, syscall.SIGKILL)
+			}
+			giveUp = now.Add(killWait)
+		case now.After(giveUp):
+			return
+		}
+		time.Sleep(sweepPoll)
+		left = slices.DeleteFunc(left, gone)
+	}
+}
+
+// drain waits for the output copiers and closes their pipes. A pipe ends
+// when every process holding its write end is gone; one that left its group
+// may hold it for ever, so reading stops after cfg.Grace.
+func (j *job) drain() {
+	deadline := time.Now().Add(j.cfg.Grace)
+	for _, r := range j.readers {
+		r.SetReadDeadline(deadline)
+	}
+	j.copiers.Wait()
+	for _, r := range j.readers {
+		r.Close()
+	}
+}
+
+// rankError describes how rank's Wait ended; nil for status 0.
+func rankError(rank int, err error) *RankError {
+	if err == nil {
+		return nil
+	}
+	re := &RankError{Rank: rank, ExitCode: -1, Err: err}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		re.ExitCode = ee.ExitCode()
+		re.Signal = exitSignal(ee.ProcessState)
+	}
+	return re
+}
+
+// interrupted is Run's error when ctx ended: it matches both ctx.Err() and
+// the cause, such as the signal behind signal.NotifyContext.
+func interrupted(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		return fmt.Errorf("launch: job stopped: %w (%w)", cause, ctx.Err())
+	}
+	return fmt.Errorf("launch: job stopped: %w", ctx.Err())
+}

@@ -1,0 +1,365 @@
+//go:build unix
+
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// harness runs jobs of the test binary (see playRole) and fails the test if
+// any process of them outlives the test.
+type harness struct {
+	t   *testing.T
+	exe string
+	dir string // DETCOLL_TEST_DIR
+
+	mu   sync.Mutex
+	pids []int // every rank started, from Config.started
+}
+
+func newHarness(t *testing.T) *harness {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("cannot re-execute the test binary: %v", err)
+	}
+	h := &harness{t: t, exe: exe, dir: t.TempDir()}
+	t.Cleanup(h.checkGone)
+	return h
+}
+
+// config is a job of n ranks playing roles.
+func (h *harness) config(n int, roles string) Config {
+	return Config{
+		N:       n,
+		Program: h.exe,
+		Args:    []string{"-test.run=^$"},
+		// GORACE: a race-enabled rank exiting 0 would sleep a second first.
+		Env: append(os.Environ(), roleVar+"="+roles, dirVar+"="+h.dir, "GORACE=atexit_sleep_ms=0"),
+		started: func(rank, pid int) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.pids = append(h.pids, pid)
+		},
+	}
+}
+
+func (h *harness) started() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.pids)
+}
+
+// read returns the file a rank's role wrote.
+func (h *harness) read(name string, rank int) []byte {
+	data, err := os.ReadFile(filepath.Join(h.dir, name+"-"+strconv.Itoa(rank)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return data
+}
+
+// checkGone fails the test for every rank or grandchild still alive, and
+// kills it.
+func (h *harness) checkGone() {
+	pids := append([]int(nil), h.pids...)
+	grand, _ := filepath.Glob(filepath.Join(h.dir, "grandchild-*"))
+	for _, name := range grand {
+		data, _ := os.ReadFile(name)
+		pid, _ := strconv.Atoi(string(data))
+		pids = append(pids, pid)
+	}
+	for _, pid := range pids {
+		if pid > 0 && alive(pid) {
+			h.t.Errorf("process %d outlived Run", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// alive reports whether pid runs: it exists and, where /proc says so, is no
+// zombie (an orphan waits for init to reap it).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, after, _ := bytes.Cut(stat, []byte(") "))
+	return !bytes.HasPrefix(after, []byte("Z"))
+}
+
+// testContext ends a little before the test's deadline.
+func testContext(t *testing.T) context.Context {
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-time.Until(d)/10))
+		t.Cleanup(cancel)
+	}
+	return ctx
+}
+
+func TestRunAllSucceed(t *testing.T) {
+	h := newHarness(t)
+	if err := Run(testContext(t), h.config(4, "*=ok")); err != nil {
+		t.Fatalf("Run = %v; want nil", err)
+	}
+	if n := h.started(); n != 4 {
+		t.Errorf("%d ranks started; want 4", n)
+	}
+}
+
+// TestRunRankFails also measures how long stopping the others takes: from
+// the failing rank's exit to Run's return.
+func TestRunRankFails(t *testing.T) {
+	h := newHarness(t)
+	err := Run(testContext(t), h.config(4, "2=exit:3,*=sleep"))
+	returned := time.Now()
+
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 2 || re.ExitCode != 3 || re.Signal != nil {
+		t.Fatalf("Run = %v (%#v); want rank 2 exited with status 3", err, re)
+	}
+	if got, want := err.Error(), "rank 2 exited with status 3"; got != want {
+		t.Errorf("error text %q; want %q", got, want)
+	}
+	stamp, _ := strconv.ParseInt(string(h.read("exit", 2)), 10, 64)
+	stop := returned.Sub(time.Unix(0, stamp))
+	t.Logf("stopped 3 sleeping ranks %v after rank 2 exited", stop)
+	if stop > DefaultGrace/2 {
+		t.Errorf("stopping took %v; SIGTERM should need far less than the grace of %v", stop, DefaultGrace)
+	}
+}
+
+func TestRunGraceKill(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.config(3, "0=exit:1,*=sleep-ignore-term")
+	cfg.Grace = 300 * time.Millisecond
+	err := Run(testContext(t), cfg)
+	returned := time.Now()
+
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 0 || re.ExitCode != 1 {
+		t.Fatalf("Run = %v; want rank 0 exited with status 1", err)
+	}
+	stamp, _ := strconv.ParseInt(string(h.read("exit", 0)), 10, 64)
+	stop := returned.Sub(time.Unix(0, stamp))
+	t.Logf("killed 2 ranks that ignore SIGTERM %v after rank 0 exited (grace %v)", stop, cfg.Grace)
+	if stop < cfg.Grace || stop > cfg.Grace+2*time.Second {
+		t.Errorf("stopping took %v; want the grace of %v and a little more", stop, cfg.Grace)
+	}
+}
+
+func TestRunSignalled(t *testing.T) {
+	h := newHarness(t)
+	err := Run(testContext(t), h.config(3, "1=selfkill,*=sleep"))
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 1 || re.Signal != syscall.SIGKILL || re.ExitCode != -1 {
+		t.Fatalf("Run = %v; want rank 1 killed by SIGKILL", err)
+	}
+	if got, want := err.Error(), "rank 1 killed by signal: killed"; got != want {
+		t.Errorf("error text %q; want %q", got, want)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancelCause(testContext(t))
+	cause := errors.New("operator said stop")
+	cfg := h.config(3, "*=sleep")
+	record := cfg.started
+	cfg.started = func(rank, pid int) {
+		record(rank, pid)
+		if rank == cfg.N-1 {
+			cancel(cause)
+		}
+	}
+	start := time.Now()
+	err := Run(ctx, cfg)
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, cause) {
+		t.Fatalf("Run = %v; want an error matching context.Canceled and the cause", err)
+	}
+	t.Logf("cancelled job of 3 ranks returned after %v", took)
+	if took > DefaultGrace/2 {
+		t.Errorf("Run took %v after cancel; SIGTERM should need far less than the grace of %v", took, DefaultGrace)
+	}
+}
+
+func TestRunCancelledBefore(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := Run(ctx, h.config(2, "*=ok")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v; want context.Canceled", err)
+	}
+	if n := h.started(); n != 0 {
+		t.Errorf("%d ranks started; want none", n)
+	}
+}
+
+func TestRunEnv(t *testing.T) {
+	h := newHarness(t)
+	const n = 3
+	secrets := make(map[string]bool)
+	for job := range 2 {
+		cfg := h.config(n, "*=env")
+		cfg.Env = append(cfg.Env, envRank+"=99", envAddr+"=10.0.0.1:1", envAgentStore+"=True", envRunID+"=x",
+			envOMPIRank+"=5", envOMPIWorld+"=9", envPMIxNamespace+"=ns", envSlurmRank+"=7", envSlurmWorld+"=8")
+		if err := Run(testContext(t), cfg); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+		var rank0 childEnvReport
+		for rank := range n {
+			var r childEnvReport
+			if err := json.Unmarshal(h.read("env", rank), &r); err != nil {
+				t.Fatal(err)
+			}
+			want := Job{Rank: rank, World: n, LocalRank: rank, LocalWorld: n, Secret: r.Secret, Source: sourceEnv}
+			if rank == 0 {
+				rank0 = r
+				want.Addr = r.Job.Addr
+			} else {
+				want.Addr, want.Secret = rank0.Job.Addr, rank0.Secret
+			}
+			if !r.Found || r.Err != "" || r.Job != want {
+				t.Errorf("job %d rank %d: FromEnv = %+v, %v, %q; want %+v, true, nil", job, rank, r.Job, r.Found, r.Err, want)
+			}
+			if len(r.Inherited) > 0 {
+				t.Errorf("job %d rank %d inherited %q", job, rank, r.Inherited)
+			}
+		}
+		if b, err := hex.DecodeString(rank0.Secret); err != nil || len(b) != 32 {
+			t.Errorf("job %d: secret %q is not 32 bytes in hex", job, rank0.Secret)
+		}
+		if !strings.HasPrefix(rank0.Job.Addr, "127.0.0.1:") {
+			t.Errorf("job %d: address %q is not on loopback", job, rank0.Job.Addr)
+		}
+		secrets[rank0.Secret] = true
+	}
+	if len(secrets) != 2 {
+		t.Errorf("two jobs shared a secret")
+	}
+}
+
+func TestRunOutput(t *testing.T) {
+	const n = 3
+	for _, prefix := range []bool{false, true} {
+		t.Run(fmt.Sprintf("prefix=%v", prefix), func(t *testing.T) {
+			h := newHarness(t)
+			var out bytes.Buffer // both streams: the launcher must serialise them
+			cfg := h.config(n, "*=echo")
+			cfg.Stdout, cfg.Stderr, cfg.Prefix = &out, &out, prefix
+			if err := Run(testContext(t), cfg); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			line := regexp.MustCompile(`^(\[rank (\d)\] )?(out|err) (\d) line (\d+)$`)
+			next := make(map[string]int)
+			for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+				m := line.FindStringSubmatch(l)
+				if m == nil || (m[1] != "") != prefix || (prefix && m[2] != m[4]) {
+					t.Fatalf("line %q is torn or badly prefixed", l)
+				}
+				stream := m[3] + m[4]
+				if i, _ := strconv.Atoi(m[5]); i != next[stream] {
+					t.Fatalf("line %q out of order: want line %d", l, next[stream])
+				}
+				next[stream]++
+			}
+			if len(next) != 2*n {
+				t.Errorf("lines from %d streams; want %d", len(next), 2*n)
+			}
+		})
+	}
+}
+
+// TestRunGrandchild has each rank leave a process behind in its group, one
+// that holds the rank's output pipe open: Run must stop it and return.
+func TestRunGrandchild(t *testing.T) {
+	for _, tt := range []struct {
+		role     string
+		grace    time.Duration
+		min, max time.Duration
+	}{
+		{"sleep", 3 * time.Second, 0, time.Second},                                             // SIGTERM
+		{"sleep-ignore-term", 300 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second}, // SIGKILL
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			h := newHarness(t)
+			cfg := h.config(2, "*=grandchild:"+tt.role)
+			cfg.Stdout = new(bytes.Buffer) // a pipe
+			cfg.Grace = tt.grace
+			start := time.Now()
+			if err := Run(testContext(t), cfg); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			took := time.Since(start)
+			t.Logf("job leaving grandchildren that play %s took %v (grace %v)", tt.role, took, tt.grace)
+			if took < tt.min || took > tt.max {
+				t.Errorf("Run took %v; want [%v, %v]", took, tt.min, tt.max)
+			}
+			// checkGone looks at the grandchildren's pids.
+		})
+	}
+}
+
+func TestRunStartFails(t *testing.T) {
+	h := newHarness(t)
+	prog := filepath.Join(t.TempDir(), "not-a-program")
+	if err := os.WriteFile(prog, []byte{0, 1, 2, 3}, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.config(2, "*=ok")
+	cfg.Program = prog
+	err := Run(testContext(t), cfg)
+	if err == nil || !strings.Contains(err.Error(), "start rank 0") {
+		t.Errorf("Run = %v; want an error starting rank 0", err)
+	}
+}
+
+func TestRunBadConfig(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name      string
+		edit      func(*Config)
+		wantField string
+	}{
+		{"no ranks", func(c *Config) { c.N = 0 }, "N"},
+		{"negative ranks", func(c *Config) { c.N = -1 }, "N"},
+		{"too many ranks", func(c *Config) { c.N = maxWorld + 1 }, "N"},
+		{"no program", func(c *Config) { c.Program = "" }, "Program"},
+		{"program not in PATH", func(c *Config) { c.Program = "detcoll-no-such-program" }, "Program"},
+		{"program not a file", func(c *Config) { c.Program = "/nonexistent/detcoll" }, "Program"},
+		{"negative grace", func(c *Config) { c.Grace = -time.Second }, "Grace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := h.config(2, "*=ok")
+			tt.edit(&cfg)
+			err := Run(testContext(t), cfg)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.wantField {
+				t.Errorf("Run = %v; want a *ConfigError for %s", err, tt.wantField)
+			}
+		})
+	}
+	if n := h.started(); n != 0 {
+		t.Errorf("%d ranks started; want none", n)
+	}
+}

@@ -1,0 +1,49 @@
+package num
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchSizes are the per-operand sizes the kernels are measured at: one that
+// stays in L1 and one that streams from memory.
+var benchSizes = []struct {
+	name  string
+	bytes int
+}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}}
+
+// benchKernel measures kernel on random normal-range data of each size.
+// SetBytes counts the bytes read from both inputs.
+func benchKernel[T any](b *testing.B, size int, kernel func(dst, a, b []T), gen func(*rand.Rand) T) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			n := s.bytes / size
+			x, y, dst := make([]T, n), make([]T, n), make([]T, n)
+			for i := range n {
+				x[i], y[i] = gen(r), gen(r)
+			}
+			b.SetBytes(int64(2 * s.bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				kernel(dst, x, y)
+			}
+		})
+	}
+}
+
+func BenchmarkAddBFloat16s(b *testing.B) {
+	benchKernel(b, 2, AddBFloat16s, func(r *rand.Rand) BFloat16 { return BFloat16FromFloat32(float32(r.NormFloat64())) })
+}
+
+func BenchmarkAddFloat16s(b *testing.B) {
+	benchKernel(b, 2, AddFloat16s, func(r *rand.Rand) Float16 { return Float16FromFloat32(float32(r.NormFloat64())) })
+}
+
+func BenchmarkAddFloat32s(b *testing.B) {
+	benchKernel(b, 4, AddFloat32s, func(r *rand.Rand) float32 { return float32(r.NormFloat64()) })
+}
+
+func BenchmarkAddFloat64s(b *testing.B) {
+	benchKernel(b, 8, AddFloat64s, func(r *rand.Rand) float64 { return r.NormFloat64() })
+}

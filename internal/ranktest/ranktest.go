@@ -1,0 +1,188 @@
+// Package ranktest runs multi-process tests: a test starts W copies of its
+// own test binary as the ranks of a job, each running a named role, and
+// collects how each ended. It follows os/exec's tests: the child is the
+// test binary itself, selected by an environment variable in TestMain.
+//
+// Children get the same variables detcoll run sets (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT, DETCOLL_SECRET, ...), so a role opens its
+// communicator exactly as a user's program would. Each job also gets a
+// shared-memory directory of its own, which must be empty when the ranks
+// are gone: a leaked segment fails the test.
+package ranktest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const roleEnv = "DETCOLL_TEST_ROLE"
+
+// Role is the body of one rank: it returns nil when the rank's checks
+// passed. What it prints goes to the parent's Result.Output.
+type Role func() error
+
+// Main runs the role this process was started for, if it was started by
+// Run, and exits; otherwise it returns. Call it first in TestMain.
+func Main(roles map[string]Role) {
+	name := os.Getenv(roleEnv)
+	if name == "" {
+		return
+	}
+	role, ok := roles[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "ranktest: unknown role %q\n", name)
+		os.Exit(3)
+	}
+	if err := role(); err != nil {
+		fmt.Fprintf(os.Stderr, "rank %s: FAIL: %v\n", os.Getenv("RANK"), err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Result is how one rank ended.
+type Result struct {
+	Rank     int
+	ExitCode int // -1 when killed by a signal
+	Signal   syscall.Signal
+	Output   string // stdout and stderr together
+}
+
+// Failed reports whether the rank did not exit 0.
+func (r Result) Failed() bool { return r.ExitCode != 0 }
+
+// Run starts world ranks in role with the extra environment env
+// ("KEY=VALUE"), waits for all of them and returns their results, by rank.
+// The ranks are bound to the test's deadline (less a margin) and to
+// timeout, whichever is sooner; t fails if any is still running then, or
+// if any shared-memory file is left behind.
+func Run(t *testing.T, world int, role string, timeout time.Duration, env ...string) []Result {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("cannot re-execute the test binary: %v", err)
+	}
+	shm := ShmDir(t)
+	deadline := time.Now().Add(timeout)
+	if d, ok := t.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
+		deadline = d.Add(-5 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+
+	port := freePort(t)
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	base := append(os.Environ(),
+		roleEnv+"="+role,
+		"WORLD_SIZE="+strconv.Itoa(world),
+		"LOCAL_WORLD_SIZE="+strconv.Itoa(world),
+		"MASTER_ADDR=127.0.0.1",
+		"MASTER_PORT="+strconv.Itoa(port),
+		"DETCOLL_SECRET="+hex.EncodeToString(secret),
+		"DETCOLL_SHM_DIR="+shm,
+	)
+	base = append(base, env...)
+
+	results := make([]Result, world)
+	outs := make([]*bytes.Buffer, world)
+	cmds := make([]*exec.Cmd, world)
+	for r := range world {
+		cmd := exec.CommandContext(ctx, exe, "-test.run=^$", "-test.timeout=0")
+		cmd.Env = append(append([]string(nil), base...), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r))
+		outs[r] = new(bytes.Buffer)
+		cmd.Stdout = &lockedWriter{w: outs[r]}
+		cmd.Stderr = cmd.Stdout
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			cancel()
+			t.Fatalf("start rank %d: %v", r, err)
+		}
+		cmds[r] = cmd
+	}
+	var wg sync.WaitGroup
+	for r, cmd := range cmds {
+		wg.Go(func() {
+			cmd.Wait()
+			res := Result{Rank: r, ExitCode: cmd.ProcessState.ExitCode()}
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.Signal = ws.Signal()
+			}
+			results[r] = res
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Errorf("ranks of role %s still running after %v: killed", role, timeout)
+	}
+	for r := range results {
+		results[r].Output = outs[r].String()
+	}
+	checkShmEmpty(t, shm)
+	return results
+}
+
+// RequireOK fails t unless every rank exited 0, showing each failure's
+// output.
+func RequireOK(t testing.TB, results []Result) {
+	t.Helper()
+	for _, r := range results {
+		if r.Failed() {
+			t.Errorf("rank %d exited %d (signal %v):\n%s", r.Rank, r.ExitCode, r.Signal, r.Output)
+		}
+	}
+}
+
+// ShmDir makes a private directory in /dev/shm for one job's segments and
+// removes it when the test ends.
+func ShmDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "detcoll-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func checkShmEmpty(t testing.TB, dir string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) > 0 {
+		t.Errorf("shared memory left behind: %s", strings.Join(left, ", "))
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

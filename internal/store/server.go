@@ -1,0 +1,359 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+const (
+	maxWorld = 1 << 16
+
+	// closeFlushTimeout bounds how long Close waits to push its failure
+	// notice to a rank that does not read.
+	closeFlushTimeout = time.Second
+)
+
+// aLongTimeAgo is a deadline in the past: setting it wakes a blocked Read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Server is the store of one job of world ranks, run by rank 0's process.
+// Every rank, rank 0 included, talks to it through a Client. Its methods are
+// safe for concurrent use.
+//
+// The Server owns one goroutine that accepts connections and, per
+// connection, one that reads it and one that writes it; Close stops and
+// waits for all of them.
+type Server struct {
+	ln               net.Listener
+	world            int
+	secret           []byte
+	handshakeTimeout time.Duration
+	quit             chan struct{}  // closed by Close: ends the accept loop's back-off
+	wg               sync.WaitGroup // the accept loop and the connection goroutines
+
+	mu      sync.Mutex
+	closed  bool                        // guarded by mu
+	conns   map[net.Conn]struct{}       // guarded by mu; every open connection, in handshake or joined
+	peers   []*peer                     // guarded by mu; by rank: the connected ranks, nil otherwise
+	joined  []bool                      // guarded by mu; a rank joins once per job
+	left    int                         // guarded by mu; how many ranks said goodbye
+	leaver  int                         // guarded by mu; a rank that said goodbye, or -1
+	cause   *PeerError                  // guarded by mu; the job's first failure, or nil
+	changed chan struct{}               // guarded by mu; closed and replaced when left, cause or closed change
+	kv      map[string][]byte           // guarded by mu
+	waiters map[string]map[ref]struct{} // guarded by mu; Gets waiting for a key
+	rounds  map[string]*round           // guarded by mu; gathers in progress, by name
+}
+
+// peer is a joined rank's connection.
+type peer struct {
+	rank    int
+	out     *outbox
+	pending map[uint64]pendingOp // guarded by Server.mu; its waiting Gets and gathers, by request id
+}
+
+type pendingOp struct {
+	key    string
+	gather bool
+}
+
+// ref names one waiting request.
+type ref struct {
+	rank int
+	id   uint64
+}
+
+// Listen starts the store of a job of world ranks on addr ("host:port"; port
+// 0 picks a free one, see Addr). Only clients that know secret, claim this
+// world size and a rank not yet joined get in; an empty secret is refused. It
+// returns once the socket listens; the server runs until Close.
+func Listen(addr string, world int, secret []byte) (*Server, error) {
+	return listen(addr, world, secret, defaultHandshakeTimeout)
+}
+
+// listen is Listen with the handshake timeout as a parameter, for tests.
+func listen(addr string, world int, secret []byte, handshakeTimeout time.Duration) (*Server, error) {
+	if err := checkJob(world, secret); err != nil {
+		return nil, err
+	}
+	lc := net.ListenConfig{KeepAliveConfig: keepAlive}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("detcoll/store: listen on %s: %w", addr, err)
+	}
+	s := &Server{
+		ln:               ln,
+		world:            world,
+		secret:           bytes.Clone(secret),
+		handshakeTimeout: handshakeTimeout,
+		quit:             make(chan struct{}),
+		conns:            make(map[net.Conn]struct{}),
+		peers:            make([]*peer, world),
+		joined:           make([]bool, world),
+		leaver:           -1,
+		changed:          make(chan struct{}),
+		kv:               make(map[string][]byte),
+		waiters:          make(map[string]map[ref]struct{}),
+		rounds:           make(map[string]*round),
+	}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func checkJob(world int, secret []byte) error {
+	if world < 1 || world > maxWorld {
+		return fmt.Errorf("%w: world size %d, want 1 to %d", ErrInvalid, world, maxWorld)
+	}
+	if len(secret) == 0 {
+		return fmt.Errorf("%w: empty secret", ErrInvalid)
+	}
+	return nil
+}
+
+// Addr returns the address the server listens on, as "host:port".
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Shutdown waits until every rank has joined and said goodbye (Client.Close),
+// or the job has failed, or ctx is done, and then calls Close. Calling it on
+// rank 0 after its own Client.Close keeps a slower rank's goodbye from being
+// cut off and reported as a failure of rank 0. It returns ctx's error if ctx
+// ended first, and nil otherwise; the job's failure is the clients' to report.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	for err == nil {
+		s.mu.Lock()
+		finished := s.closed || s.cause != nil || s.left == s.world
+		changed := s.changed
+		s.mu.Unlock()
+		if finished {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			err = fmt.Errorf("detcoll/store: shutdown: %w", ctx.Err())
+		}
+	}
+	_ = s.Close()
+	return err
+}
+
+// Close stops accepting, tells every connected rank that the job failed
+// (rank 0 lost: the store is gone), closes every connection and waits for
+// the server's goroutines to exit; pushing the notice to a rank that does not
+// read is given up after a second. Ranks that said goodbye are not affected.
+// Close is idempotent and returns nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	close(s.quit)
+	for _, p := range s.peers {
+		if p != nil {
+			s.failLocked(&PeerError{Rank: 0, Reason: "the store server closed"})
+			break
+		}
+	}
+	for _, p := range s.peers {
+		if p != nil {
+			p.out.stop()
+		}
+	}
+	// The deadlines end every read now (a joined rank's and a handshake's)
+	// and give the queued notices a second to leave.
+	flush := time.Now().Add(closeFlushTimeout)
+	for c := range s.conns {
+		_ = c.SetWriteDeadline(flush)
+		_ = c.SetReadDeadline(aLongTimeAgo)
+	}
+	s.signalLocked()
+	s.mu.Unlock()
+	_ = s.ln.Close()
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) accept() {
+	defer s.wg.Done()
+	delay := 5 * time.Millisecond
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors or the like: wait, as net/http does.
+			select {
+			case <-s.quit:
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, time.Second)
+			continue
+		}
+		delay = 5 * time.Millisecond
+		tune(conn)
+		// Set before the connection is visible to Close, so that Close's
+		// deadlines come later and win.
+		_ = conn.SetDeadline(time.Now().Add(s.handshakeTimeout))
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = conn.Close()
+			return
+		}
+		s.conns[conn] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(conn)
+	}
+}
+
+// serveConn runs one connection: the handshake, then requests until the
+// goodbye or an error. It owns the connection's outbox goroutine.
+func (s *Server) serveConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, conn)
+		s.mu.Unlock()
+		_ = conn.Close()
+	}()
+	br := bufio.NewReader(conn)
+	g, err := serverHello(conn, br, s.secret, s.world)
+	if err != nil {
+		return
+	}
+	p, cause, reason := s.admit(g.rank, conn)
+	if reason != "" {
+		_ = refuse(conn, reason)
+		return
+	}
+	err = serverWelcome(conn, s.secret, g, s.world, cause)
+	if p == nil {
+		return // the job had failed; the welcome said so
+	}
+	go p.out.run()
+	if err == nil {
+		err = s.startServing(conn)
+	}
+	bye := false
+	if err == nil {
+		bye, err = s.serve(p, br)
+	}
+	s.end(p, bye, err)
+	p.out.stop()
+	<-p.out.done
+}
+
+// admit decides whether an authenticated rank may join. It returns the new
+// peer; or, if the job has failed, no peer and the cause; or a reason to
+// refuse.
+func (s *Server) admit(rank int, conn net.Conn) (*peer, *PeerError, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, nil, "the store server is closing"
+	case s.cause != nil:
+		return nil, s.cause, ""
+	case s.joined[rank]:
+		return nil, nil, fmt.Sprintf("rank %d has already joined", rank)
+	}
+	p := &peer{rank: rank, out: newOutbox(conn), pending: make(map[uint64]pendingOp)}
+	s.peers[rank], s.joined[rank] = p, true
+	return p, nil, ""
+}
+
+// startServing lifts the handshake deadline, unless Close has set its own.
+func (s *Server) startServing(conn net.Conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return conn.SetDeadline(time.Time{})
+}
+
+// serve handles requests until the goodbye (bye is true) or an error.
+func (s *Server) serve(p *peer, r io.Reader) (bye bool, err error) {
+	for {
+		m, err := readMsg(r)
+		if err != nil {
+			return false, err
+		}
+		if m.typ == tBye {
+			return true, nil
+		}
+		s.mu.Lock()
+		err = s.handleLocked(p, m)
+		s.mu.Unlock()
+		if err != nil {
+			return false, err
+		}
+	}
+}
+
+// end removes a rank whose connection ended: a goodbye is acknowledged; any
+// other end fails the job, unless the server itself is closing.
+func (s *Server) end(p *peer, bye bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peers[p.rank] = nil
+	s.forgetLocked(p)
+	switch {
+	case bye:
+		s.left++
+		s.leaver = p.rank
+		s.abortRoundsLocked(fmt.Sprintf("rank %d has closed its store client", p.rank))
+		p.out.send(encode(msg{typ: tByeAck}))
+		s.signalLocked()
+	case s.closed:
+	default:
+		s.failLocked(&PeerError{Rank: p.rank, Reason: lostReason(err)})
+	}
+}
+
+func lostReason(err error) string {
+	switch {
+	case errors.Is(err, io.EOF):
+		return "connection closed without goodbye"
+	case errors.Is(err, errMalformed):
+		return "protocol error: " + err.Error()
+	}
+	return "connection lost: " + err.Error()
+}
+
+// failLocked records the job's first failure and pushes it to every
+// connected rank at once. Later failures are not pushed: clients keep the
+// first cause only.
+func (s *Server) failLocked(cause *PeerError) {
+	if s.cause != nil {
+		return
+	}
+	s.cause = cause
+	frame := encode(msg{typ: tFailed, rank: uint32(cause.Rank), reason: cause.Reason})
+	for _, p := range s.peers {
+		if p != nil {
+			p.out.send(frame)
+		}
+	}
+	s.signalLocked()
+}
+
+func (s *Server) signalLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}

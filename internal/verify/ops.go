@@ -1,0 +1,152 @@
+package verify
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/check"
+)
+
+// operation is one checked collective: call runs it on this rank's input
+// into out, and want says what out must hold given every rank's input.
+type operation struct {
+	name string
+	// inScale is how many outputs' worth of input a rank gives
+	// (ReduceScatter: the world size).
+	inScale func(w int) int
+	call    func(c *detcoll.Comm, dt detcoll.DType, in, out []byte) error
+	want    func(c *detcoll.Comm, dt detcoll.DType, ins [][]byte) []byte
+	// outLen is the output bytes for an input of n bytes.
+	outLen func(w, n int) int
+}
+
+func one(int) int       { return 1 }
+func world(w int) int   { return w }
+func same(_, n int) int { return n }
+
+var reduceOps = []operation{
+	{name: "AllReduce", inScale: one, outLen: same, call: check.AllReduce, want: sum},
+	{name: "AllReduce/inplace", inScale: one, outLen: same, want: sum,
+		call: func(c *detcoll.Comm, dt detcoll.DType, in, out []byte) error {
+			copy(out, in)
+			return check.AllReduce(c, dt, out, out)
+		}},
+	{name: "AllReduceStaged", inScale: one, outLen: same, call: check.StagedAllReduce, want: sum},
+	{name: "ReduceScatter", inScale: world, outLen: func(w, n int) int { return n / w }, call: check.ReduceScatter,
+		want: func(c *detcoll.Comm, dt detcoll.DType, ins [][]byte) []byte {
+			s := check.ReferenceSum(dt, ins)
+			k := len(s) / c.WorldSize()
+			return s[c.Rank()*k : (c.Rank()+1)*k]
+		}},
+	{name: "ReduceScatterMany", inScale: world, outLen: func(w, n int) int { return n / w }, want: nil,
+		call: func(c *detcoll.Comm, dt detcoll.DType, in, out []byte) error {
+			// Two buffers: the input split at a whole multiple of W
+			// elements, checked against the single call's result.
+			w, size := c.WorldSize(), dt.Size()
+			cut := len(in) / size / w / 2 * w * size
+			return check.ReduceScatterMany(c, dt, [][]byte{in[:cut], in[cut:]}, [][]byte{out[:cut/w], out[cut/w:]})
+		}},
+}
+
+var gatherOps = []operation{
+	{name: "AllGather", inScale: one, outLen: func(w, n int) int { return w * n }, call: check.AllGather, want: concat},
+	{name: "AllGather/inplace", inScale: one, outLen: func(w, n int) int { return w * n }, want: concat,
+		call: func(c *detcoll.Comm, dt detcoll.DType, in, out []byte) error {
+			slot := out[c.Rank()*len(in) : (c.Rank()+1)*len(in)]
+			copy(slot, in)
+			return check.AllGather(c, dt, slot, out)
+		}},
+	{name: "AllGatherMany", inScale: one, outLen: func(w, n int) int { return w * n },
+		call: func(c *detcoll.Comm, _ detcoll.DType, in, out []byte) error {
+			// Two buffers: the input's halves, gathered into the output's
+			// halves; want checks them against the halves' concatenations.
+			h := len(in) / 2
+			w := c.WorldSize()
+			return detcoll.AllGatherMany(c, [][]byte{in[:h], in[h:]}, [][]byte{out[:w*h], out[w*h:]})
+		},
+		want: func(c *detcoll.Comm, _ detcoll.DType, ins [][]byte) []byte {
+			h := len(ins[0]) / 2
+			var first, second [][]byte
+			for _, in := range ins {
+				first, second = append(first, in[:h]), append(second, in[h:])
+			}
+			return append(bytes.Join(first, nil), bytes.Join(second, nil)...)
+		}},
+	{name: "Broadcast", inScale: one, outLen: same,
+		call: func(c *detcoll.Comm, _ detcoll.DType, in, out []byte) error {
+			root := c.WorldSize() - 1
+			if c.Rank() == root {
+				copy(out, in)
+			}
+			return detcoll.Broadcast(c, out, root)
+		},
+		want: func(c *detcoll.Comm, _ detcoll.DType, ins [][]byte) []byte { return ins[c.WorldSize()-1] }},
+}
+
+func sum(_ *detcoll.Comm, dt detcoll.DType, ins [][]byte) []byte { return check.ReferenceSum(dt, ins) }
+
+func concat(_ *detcoll.Comm, _ detcoll.DType, ins [][]byte) []byte { return bytes.Join(ins, nil) }
+
+// run checks op on n elements per rank (times inScale for the input) at
+// every offset, then repeats and times it. It returns the median time per
+// call.
+func (op operation) run(c *detcoll.Comm, dt detcoll.DType, n int, seed uint64, call int) (time.Duration, error) {
+	w, size := c.WorldSize(), dt.Size()
+	inN := n * op.inScale(w)
+	ins := make([][]byte, w)
+	for p := range ins {
+		ins[p] = check.Input(seed, call, p, inN, dt)
+	}
+	in := ins[c.Rank()]
+	outBytes := op.outLen(w, inN*size)
+	var want []byte
+	if op.want != nil {
+		want = op.want(c, dt, ins)
+	} else {
+		// No formula: the result of the single-call form is the reference.
+		want = make([]byte, outBytes)
+		if err := check.ReduceScatter(c, dt, in, want); err != nil {
+			return 0, err
+		}
+		if err := check.FirstDiff(dt, want, check.ReferenceSum(dt, ins)[c.Rank()*outBytes:(c.Rank()+1)*outBytes]); err != nil {
+			return 0, err
+		}
+	}
+	for _, off := range offsets {
+		out := check.NewGuarded(outBytes, off*size)
+		inCopy := slices.Clone(in)
+		if err := op.call(c, dt, inCopy, out.Bytes()); err != nil {
+			return 0, fmt.Errorf("offset %d: %w", off, err)
+		}
+		if err := check.FirstDiff(dt, out.Bytes(), want); err != nil {
+			return 0, fmt.Errorf("offset %d: %w", off, err)
+		}
+		if err := out.Check(); err != nil {
+			return 0, fmt.Errorf("offset %d: %w", off, err)
+		}
+		if !bytes.Equal(inCopy, in) {
+			return 0, fmt.Errorf("offset %d: the input changed", off)
+		}
+	}
+	// Repeats, timed: every result must still be the reference's.
+	iters := min(max((8<<20)/max(outBytes, 1), 3), 100)
+	times := make([]time.Duration, iters)
+	out := make([]byte, outBytes)
+	for i := range times {
+		start := time.Now()
+		if err := op.call(c, dt, in, out); err != nil {
+			return 0, fmt.Errorf("repeat %d: %w", i, err)
+		}
+		times[i] = time.Since(start)
+		if i == 0 || i == iters-1 {
+			if err := check.FirstDiff(dt, out, want); err != nil {
+				return 0, fmt.Errorf("repeat %d: %w", i, err)
+			}
+		}
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}

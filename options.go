@@ -1,0 +1,107 @@
+package detcoll
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/launch"
+)
+
+// Defaults for zero Options fields.
+const (
+	DefaultCapacity = 64 << 20
+	DefaultTimeout  = 10 * time.Minute
+)
+
+// Options configure Open. The zero value opens the cpu backend with the
+// rank, world size, rendezvous address and secret found in the environment
+// (detcoll run, torchrun, Open MPI or Slurm), or a single rank when the
+// environment names none.
+type Options struct {
+	// Backend is "cpu" (the default) or "cuda".
+	Backend string `json:"backend"`
+
+	// WorldSize and Rank say who this process is. WorldSize 0 means: from
+	// the environment.
+	WorldSize int `json:"world_size"`
+	Rank      int `json:"rank"`
+	// Addr is the rendezvous store's host:port, hosted by rank 0. Empty
+	// means: from the environment (DETCOLL_ADDR, else MASTER_ADDR and
+	// MASTER_PORT).
+	Addr string `json:"addr,omitempty"`
+	// Secret is the per-job secret every rank must present to join.
+	// Empty means DETCOLL_SECRET, which detcoll run sets.
+	Secret string `json:"-"`
+
+	// Capacity is the largest input of one call, in bytes per rank (for
+	// ReduceScatter the whole input; for the *Many calls the sum of the
+	// inputs, each rounded up to 64 bytes). Each rank holds this much
+	// staging memory. 0 means DefaultCapacity.
+	Capacity int64 `json:"capacity"`
+	// Timeout bounds every wait for peers inside a call. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration `json:"timeout"`
+
+	// Logger receives a few records: at Open, Close and failure, never per
+	// call. nil discards them.
+	Logger *slog.Logger `json:"-"`
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Backend == "" {
+		o.Backend = "cpu"
+	}
+	if o.Capacity == 0 {
+		o.Capacity = DefaultCapacity
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.WorldSize == 0 {
+		job, found, err := launch.FromEnv(os.Getenv)
+		if err != nil {
+			return o, fmt.Errorf("%w: %w", base.ErrInvalid, err)
+		}
+		if found {
+			o.WorldSize, o.Rank = job.World, job.Rank
+			if o.Addr == "" {
+				o.Addr = job.Addr
+			}
+			if o.Secret == "" {
+				o.Secret = job.Secret
+			}
+		} else {
+			o.WorldSize, o.Rank = 1, 0
+		}
+	}
+	if o.Secret == "" {
+		o.Secret = os.Getenv("DETCOLL_SECRET")
+	}
+	return o, nil
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.Backend != "cpu" && o.Backend != "cuda":
+		return base.Invalidf("Options.Backend %q: want \"cpu\" or \"cuda\"", o.Backend)
+	case o.WorldSize < 1:
+		return base.Invalidf("Options.WorldSize %d: want >= 1", o.WorldSize)
+	case o.Rank < 0 || o.Rank >= o.WorldSize:
+		return base.Invalidf("Options.Rank %d: want [0, %d)", o.Rank, o.WorldSize)
+	case o.Capacity < 0:
+		return base.Invalidf("Options.Capacity %d: want >= 0", o.Capacity)
+	case o.Timeout < 0:
+		return base.Invalidf("Options.Timeout %v: want >= 0", o.Timeout)
+	case o.WorldSize > 1 && o.Addr == "":
+		return base.Invalidf("Options.Addr: no rendezvous address for %d ranks (set it, or DETCOLL_ADDR, or MASTER_ADDR and MASTER_PORT)", o.WorldSize)
+	case o.WorldSize > 1 && o.Secret == "":
+		return base.Invalidf("Options.Secret: no job secret for %d ranks (set it or DETCOLL_SECRET; detcoll run sets it)", o.WorldSize)
+	}
+	return nil
+}

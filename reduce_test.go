@@ -1,0 +1,240 @@
+package detcoll_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/ranktest"
+)
+
+func init() {
+	roles["reduce"] = roleReduce
+	roles["invariance"] = roleInvariance
+	roles["nesting"] = roleNesting
+}
+
+const testSeed = 20261130
+
+// reduceCounts are element counts that straddle the cpu backend's one-shot
+// threshold (64 KiB) with odd tails, plus tiny and larger sizes.
+func reduceCounts(dt detcoll.DType, world int) []int {
+	t := (64 << 10) / dt.Size()
+	return []int{0, 1, 2, 3, 7, 31, 33, 1000, t - 1, t, t + 1, t + 8*world + 3, 3*t + 5}
+}
+
+// roleReduce checks AllReduce (out of place, in place, staged),
+// ReduceScatter and ReduceScatterMany against the reference tree for every
+// float type, many sizes and output offsets, with guard bytes.
+func roleReduce() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	w, rank := c.WorldSize(), c.Rank()
+	call := 0
+	for _, dt := range floatTypes {
+		size := dt.Size()
+		for _, n := range reduceCounts(dt, w) {
+			for _, off := range []int{0, 1, 3} {
+				call++
+				ins := make([][]byte, w)
+				for p := range ins {
+					ins[p] = inputBytes(testSeed, call, p, n, dt)
+				}
+				want := referenceSum(dt, ins)
+				what := fmt.Sprintf("%v n=%d offset=%d", dt, n, off)
+
+				// Out of place, twice (repeat invariance), input untouched.
+				in := newGuarded(n*size, off*size)
+				copy(in.Bytes(), ins[rank])
+				for rep := range 2 {
+					out := newGuarded(n*size, off*size)
+					if err := allReduce(c, dt, in.Bytes(), out.Bytes()); err != nil {
+						return fmt.Errorf("AllReduce %s: %w", what, err)
+					}
+					if err := firstDiff(dt, out.Bytes(), want); err != nil {
+						return fmt.Errorf("AllReduce %s repeat %d: %w", what, rep, err)
+					}
+					if err := out.Check(); err != nil {
+						return fmt.Errorf("AllReduce %s: %w", what, err)
+					}
+				}
+				if !bytes.Equal(in.Bytes(), ins[rank]) || in.Check() != nil {
+					return fmt.Errorf("AllReduce %s changed its input", what)
+				}
+
+				// In place.
+				buf := newGuarded(n*size, off*size)
+				copy(buf.Bytes(), ins[rank])
+				if err := allReduce(c, dt, buf.Bytes(), buf.Bytes()); err != nil {
+					return fmt.Errorf("AllReduce in place %s: %w", what, err)
+				}
+				if err := firstDiff(dt, buf.Bytes(), want); err != nil {
+					return fmt.Errorf("AllReduce in place %s: %w", what, err)
+				}
+				if err := buf.Check(); err != nil {
+					return fmt.Errorf("AllReduce in place %s: %w", what, err)
+				}
+
+				// Staged: the input written straight into the staging view.
+				out := newGuarded(n*size, off*size)
+				if err := stagedAllReduce(c, dt, ins[rank], out.Bytes()); err != nil {
+					return fmt.Errorf("staged AllReduce %s: %w", what, err)
+				}
+				if err := firstDiff(dt, out.Bytes(), want); err != nil {
+					return fmt.Errorf("staged AllReduce %s: %w", what, err)
+				}
+				if err := out.Check(); err != nil {
+					return fmt.Errorf("staged AllReduce %s: %w", what, err)
+				}
+
+				// ReduceScatter of W*n elements: this rank's n of the sum.
+				if n*w*size > 3<<20 {
+					continue
+				}
+				call++
+				rsIns := make([][]byte, w)
+				for p := range rsIns {
+					rsIns[p] = inputBytes(testSeed, call, p, w*n, dt)
+				}
+				rsWant := referenceSum(dt, rsIns)[rank*n*size : (rank+1)*n*size]
+				rsIn := newGuarded(w*n*size, off*size)
+				copy(rsIn.Bytes(), rsIns[rank])
+				rsOut := newGuarded(n*size, off*size)
+				if err := reduceScatter(c, dt, rsIn.Bytes(), rsOut.Bytes()); err != nil {
+					return fmt.Errorf("ReduceScatter %s: %w", what, err)
+				}
+				if err := firstDiff(dt, rsOut.Bytes(), rsWant); err != nil {
+					return fmt.Errorf("ReduceScatter %s: %w", what, err)
+				}
+				if err := rsOut.Check(); err != nil {
+					return fmt.Errorf("ReduceScatter %s: %w", what, err)
+				}
+				if !bytes.Equal(rsIn.Bytes(), rsIns[rank]) {
+					return fmt.Errorf("ReduceScatter %s changed its input", what)
+				}
+			}
+		}
+		// ReduceScatterMany equals one ReduceScatter per buffer.
+		counts := []int{5, 0, 1000, 17}
+		var ins, outs, singles [][]byte
+		for k, n := range counts {
+			call++
+			ins = append(ins, inputBytes(testSeed, call, rank, w*n, dt))
+			outs = append(outs, make([]byte, n*size))
+			single := make([]byte, n*size)
+			if err := reduceScatter(c, dt, ins[k], single); err != nil {
+				return fmt.Errorf("ReduceScatter %v n=%d: %w", dt, n, err)
+			}
+			singles = append(singles, single)
+		}
+		if err := reduceScatterMany(c, dt, ins, outs); err != nil {
+			return fmt.Errorf("ReduceScatterMany %v: %w", dt, err)
+		}
+		for k := range outs {
+			if err := firstDiff(dt, outs[k], singles[k]); err != nil {
+				return fmt.Errorf("ReduceScatterMany %v buffer %d differs from ReduceScatter: %w", dt, k, err)
+			}
+		}
+	}
+	fmt.Printf("rank %d: %d calls checked\n", rank, call)
+	return c.Close(ctx)
+}
+
+// roleInvariance checks that an element's sum does not depend on the
+// buffer around it: sums of windows of a large input, at many offsets and
+// lengths across the paths' thresholds, equal the same elements of the
+// whole sum. This holds without any reference.
+func roleInvariance() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	for _, dt := range floatTypes {
+		size := dt.Size()
+		t := (64 << 10) / size
+		total := 3*t + 101
+		in := inputBytes(testSeed, 1, c.Rank(), total, dt)
+		whole := make([]byte, len(in))
+		if err := allReduce(c, dt, in, whole); err != nil {
+			return err
+		}
+		windows := [][2]int{{0, 1}, {1, 1}, {3, 7}, {5, t - 1}, {1, t}, {7, t + 1}, {t - 3, t + 5}, {2*t + 1, t + 99}, {13, 2*t + 3}}
+		for _, win := range windows {
+			lo, n := win[0], win[1]
+			out := make([]byte, n*size)
+			if err := allReduce(c, dt, in[lo*size:(lo+n)*size], out); err != nil {
+				return err
+			}
+			if err := firstDiff(dt, out, whole[lo*size:(lo+n)*size]); err != nil {
+				return fmt.Errorf("%v window [%d, %d) of %d: %w", dt, lo, lo+n, total, err)
+			}
+		}
+	}
+	return c.Close(ctx)
+}
+
+// roleNesting is the tensor-parallel check of the contract: 8 leaves per
+// element; at world size k, rank r holds the tree of its contiguous block
+// of 8/k leaves; the all-reduce must equal the tree of all 8 leaves.
+func roleNesting() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	w, rank := c.WorldSize(), c.Rank()
+	const n = 4099
+	for _, dt := range floatTypes {
+		leaves := make([][]byte, 8)
+		for l := range leaves {
+			leaves[l] = inputBytes(testSeed, 7, l, n, dt)
+		}
+		per := 8 / w
+		mine := referenceSum(dt, leaves[rank*per:(rank+1)*per])
+		out := make([]byte, len(mine))
+		if err := allReduce(c, dt, mine, out); err != nil {
+			return err
+		}
+		if err := firstDiff(dt, out, referenceSum(dt, leaves)); err != nil {
+			return fmt.Errorf("%v at W=%d differs from the 8-leaf tree: %w", dt, w, err)
+		}
+	}
+	return c.Close(ctx)
+}
+
+var worldSizes = []int{1, 2, 3, 4, 5, 8}
+
+func TestReduceMatchesReference(t *testing.T) {
+	for _, w := range worldSizes {
+		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
+			ranktest.RequireOK(t, ranktest.Run(t, w, "reduce", 5*time.Minute))
+		})
+	}
+}
+
+func TestSizeAndOffsetInvariance(t *testing.T) {
+	for _, w := range []int{1, 2, 3, 4} {
+		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
+			ranktest.RequireOK(t, ranktest.Run(t, w, "invariance", 2*time.Minute))
+		})
+	}
+}
+
+func TestTensorParallelNesting(t *testing.T) {
+	for _, w := range []int{1, 2, 4, 8} {
+		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
+			ranktest.RequireOK(t, ranktest.Run(t, w, "nesting", 2*time.Minute))
+		})
+	}
+}

@@ -1,0 +1,183 @@
+package detcoll_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/ranktest"
+)
+
+func init() {
+	roles["badinput"] = roleBadInput
+}
+
+// badCall is one call that must be refused with ErrInvalid before any work.
+type badCall struct {
+	name string
+	call func(c *detcoll.Comm, bufs *badBuffers) error
+}
+
+// badBuffers are filled with a pattern before each bad call; afterwards
+// they must hold it still.
+type badBuffers struct {
+	a, b, big []float32
+	u         []uint8
+}
+
+func newBadBuffers(capacity int) *badBuffers {
+	bb := &badBuffers{a: make([]float32, 64), b: make([]float32, 64), big: make([]float32, capacity/4+1), u: make([]uint8, 64)}
+	bb.fill()
+	return bb
+}
+
+func (bb *badBuffers) fill() {
+	for i := range bb.a {
+		bb.a[i], bb.b[i] = float32(i)+0.5, -float32(i)-0.25
+	}
+	for i := range bb.u {
+		bb.u[i] = byte(i) | 0x80
+	}
+}
+
+func (bb *badBuffers) snapshot() []byte {
+	return bytes.Join([][]byte{rawBytes(bb.a), rawBytes(bb.b), rawBytes(bb.u)}, nil)
+}
+
+func badCalls(w int) []badCall {
+	return []badCall{
+		{"AllReduce nil input", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.AllReduce(c, nil, bb.b) }},
+		{"AllReduce nil output", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.AllReduce(c, bb.a, nil) }},
+		{"AllReduce short output", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.AllReduce(c, bb.a, bb.b[:63]) }},
+		{"AllReduce partial overlap", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.AllReduce(c, bb.a[:32], bb.a[1:33]) }},
+		{"AllReduce over capacity", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllReduce(c, bb.big, make([]float32, len(bb.big)))
+		}},
+		{"ReduceScatter input not a multiple of W", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.ReduceScatter(c, bb.a[:w*3+1], bb.b[:3])
+		}},
+		{"ReduceScatter wrong output length", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.ReduceScatter(c, bb.a[:w*4], bb.b[:5])
+		}},
+		{"ReduceScatter overlap", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.ReduceScatter(c, bb.a[:w*4], bb.a[:4])
+		}},
+		{"AllGather short output", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllGather(c, bb.u[:5], bb.u[5:5+w*5-1])
+		}},
+		{"AllGather input overlaps another slot", func(c *detcoll.Comm, bb *badBuffers) error {
+			r := (c.Rank() + 1) % w
+			if w == 1 {
+				return detcoll.AllGather(c, bb.u[1:9], bb.u[:8])
+			}
+			return detcoll.AllGather(c, bb.u[r*4:r*4+4], bb.u[:w*4])
+		}},
+		{"Broadcast root out of range", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.Broadcast(c, bb.a, w) }},
+		{"Broadcast negative root", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.Broadcast(c, bb.a, -1) }},
+		{"Broadcast nil buffer", func(c *detcoll.Comm, bb *badBuffers) error { return detcoll.Broadcast[float32](c, nil, 0) }},
+		{"AllGatherMany no buffers", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllGatherMany[uint8](c, nil, nil)
+		}},
+		{"AllGatherMany count mismatch", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllGatherMany(c, [][]uint8{bb.u[:2]}, [][]uint8{bb.u[2 : 2+2*w], bb.u[40:41]})
+		}},
+		{"AllGatherMany outputs overlap", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllGatherMany(c, [][]float32{bb.a[:1], bb.a[1:2]}, [][]float32{bb.b[:w], bb.b[w-1 : 2*w-1]})
+		}},
+		{"ReduceScatterMany nil output", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.ReduceScatterMany(c, [][]float32{bb.a[:w]}, [][]float32{nil})
+		}},
+		{"Stage over capacity", func(c *detcoll.Comm, bb *badBuffers) error {
+			_, err := detcoll.Stage[float32](c, len(bb.big))
+			return err
+		}},
+		{"Stage negative", func(c *detcoll.Comm, bb *badBuffers) error {
+			_, err := detcoll.Stage[float32](c, -1)
+			return err
+		}},
+		{"AllReduceStaged with nothing staged", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.AllReduceStaged(c, bb.b)
+		}},
+	}
+}
+
+// checkBadCalls runs every bad call on c and then a good one.
+func checkBadCalls(c *detcoll.Comm) error {
+	bb := newBadBuffers(int(c.Options().Capacity))
+	for _, bc := range badCalls(c.WorldSize()) {
+		bb.fill()
+		before := bb.snapshot()
+		err := bc.call(c, bb)
+		if !errors.Is(err, detcoll.ErrInvalid) {
+			return fmt.Errorf("%s: got %v, want ErrInvalid", bc.name, err)
+		}
+		if !bytes.Equal(before, bb.snapshot()) {
+			return fmt.Errorf("%s: a buffer changed", bc.name)
+		}
+		if c.Err() != nil {
+			return fmt.Errorf("%s poisoned the communicator: %v", bc.name, c.Err())
+		}
+	}
+	// Still usable: a good call works, and a staged call can follow a
+	// refused one.
+	in := []float32{1, 2, 3}
+	out := make([]float32, 3)
+	if err := detcoll.AllReduce(c, in, out); err != nil {
+		return fmt.Errorf("good call after bad ones: %w", err)
+	}
+	w := float32(c.WorldSize())
+	if out[0] != w || out[2] != 3*w {
+		return fmt.Errorf("good call after bad ones: got %v", out)
+	}
+	return nil
+}
+
+func roleBadInput() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	if err := checkBadCalls(c); err != nil {
+		return err
+	}
+	return c.Close(ctx)
+}
+
+func TestBadInputSingleRank(t *testing.T) {
+	ctx := context.Background()
+	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1, Capacity: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if err := checkBadCalls(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInputKeepsPeersUsable(t *testing.T) {
+	ranktest.RequireOK(t, ranktest.Run(t, 3, "badinput", time.Minute, "TEST_CAPACITY=65536"))
+}
+
+func TestBadOptions(t *testing.T) {
+	ctx := context.Background()
+	for _, o := range []detcoll.Options{
+		{Backend: "tpu", WorldSize: 1},
+		{WorldSize: -1},
+		{WorldSize: 2, Rank: 2, Addr: "127.0.0.1:1", Secret: "s"},
+		{WorldSize: 1, Capacity: -5},
+		{WorldSize: 1, Timeout: -time.Second},
+		{WorldSize: 2, Rank: 0, Secret: "s"},
+		{WorldSize: 2, Rank: 0, Addr: "127.0.0.1:1"},
+	} {
+		if _, err := detcoll.Open(ctx, o); !errors.Is(err, detcoll.ErrInvalid) {
+			t.Errorf("Open(%+v): got %v, want ErrInvalid", o, err)
+		}
+	}
+}
