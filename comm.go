@@ -121,6 +121,9 @@ func (c *Comm) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	// Close waits for peers, so it too is bounded by the timeout.
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
 	err := c.backend.Close(ctx)
 	if serr := c.closeStore(ctx); err == nil {
 		err = serr
@@ -129,13 +132,18 @@ func (c *Comm) Close(ctx context.Context) error {
 	return err
 }
 
+// closeStore leaves the rendezvous: every rank says goodbye, and rank 0's
+// server waits for all goodbyes (or the job's failure, or ctx) before it
+// stops, so that no rank still closing sees it vanish.
 func (c *Comm) closeStore(ctx context.Context) error {
 	var err error
 	if c.client != nil {
 		err = c.client.Close(ctx)
 	}
 	if c.server != nil {
-		c.server.Close()
+		if serr := c.server.Shutdown(ctx); err == nil {
+			err = serr
+		}
 	}
 	return err
 }

@@ -25,7 +25,7 @@ var (
 	allGather         = check.AllGather
 )
 
-func typed[T detcoll.Element](b []byte) []T  { return check.Typed[T](b) }
+func typed[T detcoll.Element](b []byte) []T    { return check.Typed[T](b) }
 func rawBytes[T detcoll.Element](s []T) []byte { return check.RawBytes(s) }
 
 // envInt reads an integer the parent test passed to the ranks.
@@ -45,4 +45,3 @@ func openRank(ctx context.Context) (*detcoll.Comm, error) {
 	}
 	return detcoll.Open(ctx, opts)
 }
-

@@ -28,7 +28,8 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"run": {runRun, "launch N local ranks of a program, like torchrun --standalone"},
+	"run":    {runRun, "launch N local ranks of a program, like torchrun --standalone"},
+	"verify": {runVerify, "check on this machine that every collective is bit-for-bit deterministic"},
 }
 
 func main() {

@@ -38,6 +38,7 @@ type Comm struct {
 	rdv         base.Rendezvous
 	log         *slog.Logger
 	paths       paths
+	spin        time.Duration // see spinFor
 
 	// segs are the mapped segments by rank; segs[rank] is this rank's own.
 	// segsMu guards their unmapping against Abort and the monitor, which
@@ -67,7 +68,7 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	c = &Comm{
 		rank: cfg.Rank, world: cfg.World, capacity: cfg.Capacity, timeout: cfg.Timeout,
 		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(),
-		segs: make([]segment, cfg.World), staged: -1,
+		segs: make([]segment, cfg.World), staged: -1, spin: spinFor(cfg.World),
 	}
 	if err := c.paths.fromEnv(); err != nil {
 		return nil, err

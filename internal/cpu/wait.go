@@ -12,15 +12,16 @@ import (
 // state even if no wake-up reaches it (a peer that dies cannot wake anyone).
 const sleepSlice = 10 * time.Millisecond
 
-// spinFor is how long a waiter polls before it sleeps: long enough to catch
-// a peer that is a few microseconds behind without a system call, short
-// enough not to steal the core from a peer when ranks outnumber cores.
-var spinFor = func() time.Duration {
-	if runtime.NumCPU() >= 2 {
-		return 20 * time.Microsecond
+// spinFor returns how long a waiter polls before it sleeps: long enough to
+// ride over a peer's scheduling hiccup without paying a futex wake-up
+// (tens of microseconds), but zero when ranks outnumber cores, where
+// spinning would steal the core the awaited peer needs.
+func spinFor(world int) time.Duration {
+	if world > runtime.NumCPU() {
+		return 0
 	}
-	return 0
-}()
+	return 200 * time.Microsecond
+}
 
 // publish stores v into one of this rank's sequence words (a release: every
 // write before it is visible to a peer that reads v) and wakes the peers
@@ -75,13 +76,13 @@ func (c *Comm) waitPeer(p, off int, target uint64, deadline time.Time) (ok bool,
 	if atomic.LoadUint64(w) >= target {
 		return true, nil
 	}
-	if spinFor > 0 {
+	if c.spin > 0 {
 		start := time.Now()
 		for i := 1; ; i++ {
 			if atomic.LoadUint64(w) >= target {
 				return true, nil
 			}
-			if i%256 == 0 && time.Since(start) > spinFor {
+			if i%256 == 0 && time.Since(start) > c.spin {
 				break
 			}
 		}

@@ -13,8 +13,9 @@
 //     operations; they are the definition the tests check everything against.
 //   - AddBFloat16s and friends are the slice kernels for the CPU backend's hot
 //     loop. Each element equals the scalar add bit for bit.
-//   - AsBFloat16s and friends view aligned byte buffers as typed slices, so
-//     that callers such as internal/tree need not import unsafe.
+//   - AsBFloat16s and friends view aligned byte buffers as typed slices, and
+//     AlignedBytes allocates such buffers, so that callers such as
+//     internal/tree need not import unsafe.
 //
 // Narrow adds are computed as float32(a)+float32(b) rounded once to the
 // narrow type. float32 carries at least 2p+2 bits for both 16-bit formats

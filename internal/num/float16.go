@@ -50,9 +50,9 @@ func f16Normal(w uint32) (Float16, bool) {
 }
 
 // f16Rare rounds the float32 with bits w to float16 where f16Normal does not:
-// NaN, overflow to Inf, subnormal or zero. (It is right for normals too.) It
-// is kept out of line so that the kernel's loop stays small. It lets the float32 adder do the rounding (after
-// Maratyszcza's FP16 library, fp16_ieee_from_fp32_value): adding 2^(e+15) to
+// NaN, overflow to Inf, subnormal or zero (it is right for normals too). It
+// lets the float32 adder do the rounding (after Maratyszcza's FP16 library,
+// fp16_ieee_from_fp32_value): adding 2^(e+15) to
 // 4|w|, where 2^e is |w|'s binade or 2^-14 (the float16 normal minimum) if
 // that is larger, leaves exactly float16's 10 mantissa bits, or the
 // subnormal quantum, in the sum's mantissa, rounded to nearest-even by the
@@ -63,7 +63,6 @@ func f16Normal(w uint32) (Float16, bool) {
 // The conversion of base pins it to float32 so that the product is not fused
 // into the following add (Go allows that, and GOAMD64=v3 does it); a product
 // of products cannot be fused.
-//go:noinline
 func f16Rare(w uint32) Float16 {
 	a := w & 0x7FFFFFFF
 	if a > 0x7F800000 {
@@ -105,7 +104,7 @@ func f16Bits32(h Float16) uint32 {
 }
 
 // f16Table maps every float16 pattern to its float32. The slice kernel looks
-// elements up here rather than branching per element on random data. It is
+// elements up here rather than branching per element on the exponent. It is
 // built on first use (256 KiB) so that importers who never add float16 do not
 // pay for it.
 var f16Table = sync.OnceValue(func() *[1 << 16]float32 {

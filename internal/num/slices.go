@@ -4,8 +4,9 @@ import "math"
 
 // The slice kernels: dst[i] = a[i] + b[i] with each element equal, bit for
 // bit, to the scalar add of its type. They are the CPU backend's inner loop,
-// so the rounding is written out inline instead of calling the scalar
-// functions, and there are no per-element function values.
+// so each compiles to one tight loop: the rounding helpers they share with
+// the scalar adds are small enough to inline, float16 operands come from a
+// table, and there are no per-element function values.
 //
 // dst may be the same slice as a or b (same start); other overlaps are not
 // supported. All three lengths must be equal: a mismatch is internal misuse
@@ -17,11 +18,7 @@ func AddBFloat16s(dst, a, b []BFloat16) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	for i := range dst {
 		s := math.Float32bits(float32(math.Float32frombits(uint32(a[i])<<16) + math.Float32frombits(uint32(b[i])<<16)))
-		r := BFloat16((s + 0x7FFF + (s>>16)&1) >> 16)
-		if s&0x7FFFFFFF > 0x7F800000 {
-			r = CanonicalNaNBFloat16
-		}
-		dst[i] = r
+		dst[i] = bf16FromBits(s)
 	}
 }
 
@@ -32,7 +29,7 @@ func AddFloat16s(dst, a, b []Float16) {
 	t := f16Table()
 	for i := range dst {
 		s := math.Float32bits(float32(t[a[i]] + t[b[i]]))
-		r, ok := f16Normal(s)
+		r, ok := f16Normal(s) // f16FromBits, whose cost is too high to inline
 		if !ok {
 			r = f16Rare(s)
 		}

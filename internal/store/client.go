@@ -157,8 +157,9 @@ func (c *Client) Err() error {
 // Fail reports that this rank has failed, for reason: every other rank's
 // Done closes and its calls return a *PeerError naming this rank and the
 // reason (cut to 1 KiB). This client's Done closes too. Fail waits, at most
-// a second, until the server confirms the broadcast, so that a process may
-// exit right after it. It does nothing after Close or once the job has failed.
+// a second, until the server confirms that it has recorded the failure and
+// queued the notice to every rank, so that a process may exit right after
+// it. It does nothing after Close or once the job has failed.
 func (c *Client) Fail(reason string) {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]

@@ -23,6 +23,10 @@
 //   - the server goes away (rank 0's process dies, or Server.Close runs while
 //     ranks are connected): every client sees this as the failure of rank 0.
 //
+// A clean end is therefore: a Barrier, Client.Close on every rank, and on
+// rank 0 Server.Shutdown, which waits for every goodbye before closing (a
+// plain Server.Close would cut off slower ranks, who would see rank 0 lost).
+//
 // The server pushes the first cause to every connected rank without delay;
 // each client closes its Done channel and every pending and later call
 // returns the cause, a *PeerError matching ErrPeerLost. A rank that connects

@@ -18,7 +18,7 @@ var (
 	// that cannot prove it knows the secret.
 	ErrAuth = errors.New("detcoll/store: authentication failed")
 
-	// ErrClosed matches a call on a closed Client or Server, and a Barrier or
+	// ErrClosed matches a call on a closed Client, and a Barrier or
 	// AllGather that cannot complete because a rank has already closed.
 	ErrClosed = errors.New("detcoll/store: closed")
 
@@ -35,10 +35,11 @@ var errMalformed = errors.New("detcoll/store: malformed frame")
 // matches ErrPeerLost. Rank 0 with a reason naming the server means the
 // server went away.
 type PeerError struct {
-	Rank   int
-	Reason string
+	Rank   int    // the rank lost or failed; 0 also when the server went away
+	Reason string // the Fail reason, or how the connection ended
 }
 
+// Error says which rank failed and why.
 func (e *PeerError) Error() string {
 	return fmt.Sprintf("detcoll/store: rank %d failed: %s", e.Rank, e.Reason)
 }

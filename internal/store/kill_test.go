@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 }
 
 // runChild is a rank: "client" dials the store at $DETCOLL_TEST_STORE_ADDR;
-// "server" hosts the store and dials it as rank 0, like rank 0 of a job.
+// "server" hosts the store and dials it as rank 0, like rank 0 of a job;
+// "fail" dials, calls Fail and exits.
 func runChild(role string) error {
 	world, err := strconv.Atoi(os.Getenv(worldEnv))
 	if err != nil {
@@ -57,7 +58,7 @@ func runChild(role string) error {
 		}
 		defer s.Close()
 		addr = s.Addr()
-	case "client":
+	case "client", "fail":
 		if rank, err = strconv.Atoi(os.Getenv(rankEnv)); err != nil {
 			return err
 		}
@@ -70,6 +71,10 @@ func runChild(role string) error {
 	}
 	defer c.Close(ctx)
 	fmt.Printf("ready %s\n", addr)
+	if role == "fail" {
+		c.Fail("child gave up")
+		os.Exit(3) // at once, without Close: the reason must have arrived anyway
+	}
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes stdin or dies
 	return nil
 }
@@ -170,4 +175,18 @@ func TestKillServer(t *testing.T) {
 		wantPeerError(t, "Err()", c.Err(), 0)
 	}
 	t.Logf("SIGKILL of rank 0's process (the store) to Done on every other rank: %v", slowest)
+}
+
+// TestFailThenExit: a process that calls Fail and exits at once still
+// delivers its reason (Fail waits for the server), rather than a bare drop.
+func TestFailThenExit(t *testing.T) {
+	checkLeaks(t)
+	const world = 2
+	s := newServer(t, world, defaultHandshakeTimeout)
+	c := dialRank(t, s.Addr(), 0, world)
+	startChild(t, "fail", addrEnv+"="+s.Addr(), rankEnv+"=1", worldEnv+"="+strconv.Itoa(world))
+	waitDone(t, c, time.Now(), 5*time.Second)
+	if pe := wantPeerError(t, "Err()", c.Err(), 1); pe.Reason != "child gave up" {
+		t.Errorf("reason %q; want %q", pe.Reason, "child gave up")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -274,6 +275,13 @@ func (s *Server) admit(rank int, conn net.Conn) (*peer, *PeerError, string) {
 	}
 	p := &peer{rank: rank, out: newOutbox(conn), pending: make(map[uint64]pendingOp)}
 	s.peers[rank], s.joined[rank] = p, true
+	if !slices.Contains(s.joined, false) {
+		// Everyone is in and nobody may join twice: stop listening, so
+		// that the address is free at once for the job's next store (a
+		// new communicator after this one) and a rank dialing it cannot
+		// reach this one by mistake.
+		_ = s.ln.Close()
+	}
 	return p, nil, ""
 }
 

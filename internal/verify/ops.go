@@ -41,14 +41,35 @@ var reduceOps = []operation{
 			k := len(s) / c.WorldSize()
 			return s[c.Rank()*k : (c.Rank()+1)*k]
 		}},
-	{name: "ReduceScatterMany", inScale: world, outLen: func(w, n int) int { return n / w }, want: nil,
+	{name: "ReduceScatterMany", inScale: world, outLen: func(w, n int) int { return n / w },
 		call: func(c *detcoll.Comm, dt detcoll.DType, in, out []byte) error {
-			// Two buffers: the input split at a whole multiple of W
-			// elements, checked against the single call's result.
-			w, size := c.WorldSize(), dt.Size()
-			cut := len(in) / size / w / 2 * w * size
-			return check.ReduceScatterMany(c, dt, [][]byte{in[:cut], in[cut:]}, [][]byte{out[:cut/w], out[cut/w:]})
+			ins, outs := splitScatter(c.WorldSize(), dt, in, out)
+			return check.ReduceScatterMany(c, dt, ins, outs)
+		},
+		want: func(c *detcoll.Comm, dt detcoll.DType, ins [][]byte) []byte {
+			// Each buffer is scattered by itself: rank r gets its share of
+			// each, one after the other.
+			w := c.WorldSize()
+			var want []byte
+			for k := range 2 {
+				parts := make([][]byte, w)
+				for p, in := range ins {
+					pi, _ := splitScatter(w, dt, in, make([]byte, len(in)/w))
+					parts[p] = pi[k]
+				}
+				s := check.ReferenceSum(dt, parts)
+				share := len(s) / w
+				want = append(want, s[c.Rank()*share:(c.Rank()+1)*share]...)
+			}
+			return want
 		}},
+}
+
+// splitScatter cuts a reduce-scatter's input into two buffers, each a
+// whole multiple of W elements, and its output into their shares.
+func splitScatter(w int, dt detcoll.DType, in, out []byte) (ins, outs [][]byte) {
+	cut := len(in) / dt.Size() / w / 2 * w * dt.Size()
+	return [][]byte{in[:cut], in[cut:]}, [][]byte{out[:cut/w], out[cut/w:]}
 }
 
 var gatherOps = []operation{
@@ -102,19 +123,7 @@ func (op operation) run(c *detcoll.Comm, dt detcoll.DType, n int, seed uint64, c
 	}
 	in := ins[c.Rank()]
 	outBytes := op.outLen(w, inN*size)
-	var want []byte
-	if op.want != nil {
-		want = op.want(c, dt, ins)
-	} else {
-		// No formula: the result of the single-call form is the reference.
-		want = make([]byte, outBytes)
-		if err := check.ReduceScatter(c, dt, in, want); err != nil {
-			return 0, err
-		}
-		if err := check.FirstDiff(dt, want, check.ReferenceSum(dt, ins)[c.Rank()*outBytes:(c.Rank()+1)*outBytes]); err != nil {
-			return 0, err
-		}
-	}
+	want := op.want(c, dt, ins)
 	for _, off := range offsets {
 		out := check.NewGuarded(outBytes, off*size)
 		inCopy := slices.Clone(in)

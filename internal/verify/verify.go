@@ -142,4 +142,3 @@ func fmtDur(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
 	}
 }
-
