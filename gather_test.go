@@ -37,13 +37,13 @@ func roleGather() error {
 	w, rank := c.WorldSize(), c.Rank()
 	call := 0
 	for _, n := range gatherSizes(w) {
+		call++
+		ins := make([][]byte, w)
+		for p := range ins {
+			ins[p] = inputBytes(testSeed, call, p, n, detcoll.TypeUint8)
+		}
+		want := bytes.Join(ins, nil)
 		for _, offs := range [][2]int{{0, 0}, {1, 0}, {0, 3}, {5, 7}} {
-			call++
-			ins := make([][]byte, w)
-			for p := range ins {
-				ins[p] = inputBytes(testSeed, call, p, n, detcoll.TypeUint8)
-			}
-			want := bytes.Join(ins, nil)
 			in := newGuarded(n, offs[0])
 			copy(in.Bytes(), ins[rank])
 			out := newGuarded(w*n, offs[1])

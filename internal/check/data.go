@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"unsafe"
 
 	"github.com/detcoll/detcoll"
@@ -25,8 +26,46 @@ var FloatTypes = []detcoll.DType{detcoll.TypeBFloat16, detcoll.TypeFloat16, detc
 // result of every peer): a mix of ordinary values, which make the adds
 // round, and random bit patterns including NaN, infinities, subnormals and
 // signed zeros.
+//
+// Inputs are windows of a per-rank pool, at an offset that depends on call:
+// checks make many calls, and generating every rank's input afresh for
+// each dominated their time. The pool grows on demand; the generator makes
+// the same values in the same order whatever its length, so a window does
+// not depend on when the pool grew.
 func Input(seed uint64, call, rank, n int, dt detcoll.DType) []byte {
-	rng := rand.New(rand.NewPCG(seed, uint64(call)<<20|uint64(rank)))
+	const spread = 4096
+	start := int((uint64(call)*0x9E3779B97F4A7C15)>>40) % (n + spread)
+	pool := inputPool(seed, rank, dt, start+n)
+	size := dt.Size()
+	return bytes.Clone(pool[start*size : (start+n)*size])
+}
+
+type poolKey struct {
+	seed uint64
+	rank int
+	dt   detcoll.DType
+}
+
+var (
+	poolMu sync.Mutex
+	pools  = map[poolKey][]byte{}
+)
+
+// inputPool returns at least n elements of rank's pool.
+func inputPool(seed uint64, rank int, dt detcoll.DType, n int) []byte {
+	poolMu.Lock()
+	defer poolMu.Unlock()
+	k := poolKey{seed, rank, dt}
+	if p := pools[k]; len(p) >= n*dt.Size() {
+		return p
+	}
+	p := generate(seed, uint64(rank), max(2*n, 1<<16), dt)
+	pools[k] = p
+	return p
+}
+
+func generate(seed, stream uint64, n int, dt detcoll.DType) []byte {
+	rng := rand.New(rand.NewPCG(seed, stream))
 	b := make([]byte, n*dt.Size())
 	for i := range n {
 		var bits uint64
@@ -54,6 +93,9 @@ func Input(seed uint64, call, rank, n int, dt detcoll.DType) []byte {
 	return b
 }
 
+// SpecialBits are the bit patterns of the special values of dt: signed
+// zeros, subnormals, the normal boundary, the largest finite, infinities and
+// NaNs with payloads.
 func SpecialBits(dt detcoll.DType) []uint64 {
 	switch dt.Size() {
 	case 2:
