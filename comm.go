@@ -40,7 +40,8 @@ type Comm struct {
 
 // Open joins this process to its job's communicator. It is collective: it
 // returns when every rank has joined and mapped every peer's staging memory,
-// or with an error when ctx ends first, a rank fails, or opts are invalid.
+// or with an error when ctx or opts.Timeout ends first, a rank fails, or
+// opts are invalid.
 // Rank 0 hosts the rendezvous store at opts.Addr.
 func Open(ctx context.Context, opts Options) (*Comm, error) {
 	o, err := opts.withDefaults()
@@ -50,6 +51,9 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	// Open waits for every rank, so it too is bounded by the timeout.
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	c := &Comm{opts: o}
 	o.Logger = o.Logger.With("rank", o.Rank, "world", o.WorldSize, "backend", o.Backend)
 	var rdv base.Rendezvous

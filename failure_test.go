@@ -22,6 +22,43 @@ func init() {
 	roles["kill"] = roleKill
 	roles["close"] = roleClose
 	roles["reopen"] = roleReopen
+	roles["abort"] = roleAbort
+}
+
+// roleAbort: rank 1 aborts from another goroutine while its call waits for
+// rank 0; the call returns ErrAborted with the cause, and rank 0's next
+// call fails naming rank 1 and the cause.
+func roleAbort() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	in, out := make([]float32, 16), make([]float32, 16)
+	cause := errors.New("the user gave up")
+	if c.Rank() == 1 {
+		time.AfterFunc(100*time.Millisecond, func() { c.Abort(cause) })
+		start := time.Now()
+		err := detcoll.AllReduce(c, in, out)
+		if !errors.Is(err, detcoll.ErrAborted) || !errors.Is(err, cause) {
+			return fmt.Errorf("aborted call: got %v, want ErrAborted wrapping the cause", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			return fmt.Errorf("aborted call returned after %v", took)
+		}
+		if err := c.Barrier(); !errors.Is(err, detcoll.ErrAborted) {
+			return fmt.Errorf("call after Abort: got %v, want ErrAborted", err)
+		}
+		return nil
+	}
+	time.Sleep(400 * time.Millisecond)
+	err = detcoll.AllReduce(c, in, out)
+	var re *detcoll.RankError
+	if !errors.As(err, &re) || re.Rank != 1 || !strings.Contains(err.Error(), cause.Error()) {
+		return fmt.Errorf("got %v, want a *RankError naming rank 1 and the cause", err)
+	}
+	return nil
 }
 
 // roleMismatch: the last rank calls something else; every rank must fail
@@ -272,6 +309,10 @@ func TestKilledRankFailsEveryRankPromptly(t *testing.T) {
 
 func TestCloseIsAcknowledged(t *testing.T) {
 	ranktest.RequireOK(t, ranktest.Run(t, 3, "close", time.Minute))
+}
+
+func TestAbort(t *testing.T) {
+	ranktest.RequireOK(t, ranktest.Run(t, 2, "abort", time.Minute, "TEST_TIMEOUT_MS=20000"))
 }
 
 func TestNewCommunicatorAfterFailure(t *testing.T) {

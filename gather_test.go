@@ -128,7 +128,7 @@ func roleGather() error {
 }
 
 func TestGather(t *testing.T) {
-	for _, w := range worldSizes {
+	for _, w := range worldSizes() {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
 			ranktest.RequireOK(t, ranktest.Run(t, w, "gather", 5*time.Minute))
 		})

@@ -21,10 +21,11 @@ func init() {
 const testSeed = 20261130
 
 // reduceCounts are element counts that straddle the cpu backend's one-shot
-// threshold (64 KiB) with odd tails, plus tiny and larger sizes.
+// thresholds (256 bytes and 8 KiB) with odd tails, plus tiny and larger
+// sizes.
 func reduceCounts(dt detcoll.DType, world int) []int {
-	t := (64 << 10) / dt.Size()
-	return []int{0, 1, 2, 3, 7, 31, 33, 1000, t - 1, t, t + 1, t + 8*world + 3, 3*t + 5}
+	s, t := 256/dt.Size(), (8<<10)/dt.Size()
+	return []int{0, 1, 2, 3, 7, 31, 33, s - 1, s, s + 1, 1000, t - 1, t, t + 1, t + 8*world + 3, 9*t + 5}
 }
 
 // roleReduce checks AllReduce (out of place, in place, staged),
@@ -168,14 +169,14 @@ func roleInvariance() error {
 	defer c.Close(ctx)
 	for _, dt := range floatTypes {
 		size := dt.Size()
-		t := (64 << 10) / size
+		s, t := 256/size, (8<<10)/size
 		total := 3*t + 101
 		in := inputBytes(testSeed, 1, c.Rank(), total, dt)
 		whole := make([]byte, len(in))
 		if err := allReduce(c, dt, in, whole); err != nil {
 			return err
 		}
-		windows := [][2]int{{0, 1}, {1, 1}, {3, 7}, {5, t - 1}, {1, t}, {7, t + 1}, {t - 3, t + 5}, {2*t + 1, t + 99}, {13, 2*t + 3}}
+		windows := [][2]int{{0, 1}, {1, 1}, {3, 7}, {2, s - 1}, {5, s}, {1, s + 1}, {5, t - 1}, {1, t}, {7, t + 1}, {t - 3, t + 5}, {2*t + 1, t + 99}, {13, 2*t + 3}}
 		for _, win := range windows {
 			lo, n := win[0], win[1]
 			out := make([]byte, n*size)
@@ -220,10 +221,17 @@ func roleNesting() error {
 	return c.Close(ctx)
 }
 
-var worldSizes = []int{1, 2, 3, 4, 5, 8}
+// worldSizes are the world sizes of the full checks; -short (which the
+// race-detector run of the test command uses) keeps the first three.
+func worldSizes() []int {
+	if testing.Short() {
+		return []int{1, 2, 3}
+	}
+	return []int{1, 2, 3, 4, 5, 8}
+}
 
 func TestReduceMatchesReference(t *testing.T) {
-	for _, w := range worldSizes {
+	for _, w := range worldSizes() {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
 			ranktest.RequireOK(t, ranktest.Run(t, w, "reduce", 5*time.Minute))
 		})

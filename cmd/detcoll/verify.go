@@ -35,7 +35,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	n := fs.Int("n", 2, "number of local ranks to start when not launched as a rank")
 	backend := fs.String("backend", "cpu", `backend: "cpu" or "cuda"`)
 	dtypes := fs.String("dtype", "bfloat16,float16,float32,float64", "element types of the reductions")
-	sizes := fs.String("sizes", "4,1KiB,65472,65600,1MiB,4MiB", "approximate input bytes per rank")
+	sizes := fs.String("sizes", "4,200,8000,64KiB,1MiB,4MiB", "approximate input bytes per rank (the defaults straddle the cpu backend's thresholds)")
 	seed := fs.Uint64("seed", 1, "seed of the random inputs")
 	timeout := fs.Duration("timeout", time.Minute, "bound on every wait for peers")
 	if err := parseFlags(fs, args); err != nil {

@@ -67,7 +67,7 @@ type Comm struct {
 func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	c = &Comm{
 		rank: cfg.Rank, world: cfg.World, capacity: cfg.Capacity, timeout: cfg.Timeout,
-		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(),
+		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(cfg.World),
 		segs: make([]segment, cfg.World), staged: -1, spin: spinFor(cfg.World),
 	}
 	if err := c.paths.fromEnv(); err != nil {

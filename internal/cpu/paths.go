@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"runtime"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,8 +19,17 @@ type paths struct {
 	allReduceOneShotMax int
 }
 
-func defaultPaths() paths {
-	return paths{allReduceOneShotMax: 64 << 10}
+// defaultPaths picks the thresholds measured in docs/thresholds.md. With a
+// core per rank, summing only a shard wins from 1 KiB up (the 16-bit adds
+// are compute bound, and one-shot makes every rank sum everything), so only
+// tiny messages go one-shot, saving the second synchronisation. When ranks
+// outnumber cores every synchronisation costs a trip through the
+// scheduler, and one-shot wins up to a few KiB.
+func defaultPaths(world int) paths {
+	if world > runtime.NumCPU() {
+		return paths{allReduceOneShotMax: 8 << 10}
+	}
+	return paths{allReduceOneShotMax: 256}
 }
 
 // envOneShotMax overrides the all-reduce threshold, for measuring it. It is

@@ -22,9 +22,6 @@ type Config struct {
 	Seed   uint64
 }
 
-// DefaultSizes straddle the cpu backend's thresholds.
-var DefaultSizes = []int{4, 1 << 10, 64<<10 - 64, 64<<10 + 64, 1 << 20, 4 << 20}
-
 // Row is the outcome of one operation, element type and size on this rank.
 type Row struct {
 	Op      string
