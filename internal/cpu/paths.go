@@ -1,9 +1,9 @@
 package cpu
 
 import (
-	"runtime"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 )
 
