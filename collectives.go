@@ -65,7 +65,7 @@ func Stage[T Float](c *Comm, n int) ([]T, error) {
 		return nil, ErrClosed
 	}
 	size := int64(DTypeOf[T]().Size())
-	if n < 0 || int64(n)*size > c.opts.Capacity {
+	if n < 0 || int64(n)*size > base.StagingCapacity(c.opts.Capacity) {
 		return nil, base.Invalidf("Stage: %d elements of %v (%d bytes) do not fit the capacity of %d bytes",
 			n, DTypeOf[T](), int64(n)*size, c.opts.Capacity)
 	}

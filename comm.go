@@ -8,6 +8,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cpu"
+	"github.com/detcoll/detcoll/internal/cuda"
 	"github.com/detcoll/detcoll/internal/store"
 )
 
@@ -31,6 +32,7 @@ type hostBackend interface {
 type Comm struct {
 	opts    Options
 	backend hostBackend
+	device  deviceBackend // the same backend, for device calls; nil on cpu
 	client  *store.Client // nil for a single rank
 	server  *store.Server // rank 0's, nil elsewhere
 
@@ -70,6 +72,15 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 			Rank: o.Rank, World: o.WorldSize, Capacity: o.Capacity, Timeout: o.Timeout,
 			Rendezvous: rdv, Logger: o.Logger,
 		})
+	case "cuda":
+		var cc *cuda.Comm
+		cc, err = cuda.Open(ctx, cuda.Config{
+			Rank: o.Rank, World: o.WorldSize, Device: o.Device, Capacity: o.Capacity, Timeout: o.Timeout,
+			Rendezvous: rdv, Logger: o.Logger,
+		})
+		if err == nil {
+			c.backend, c.device = cc, cc
+		}
 	default:
 		err = fmt.Errorf("%w: backend %q is not built yet", ErrUnavailable, o.Backend)
 	}
@@ -162,6 +173,11 @@ func (c *Comm) isClosed() bool {
 func (c *Comm) do(req *base.Request) error {
 	if c.isClosed() {
 		return ErrClosed
+	}
+	// A failed communicator reports its cause first, even for a call
+	// that is also malformed.
+	if err := c.backend.Err(); err != nil {
+		return err
 	}
 	if err := base.Validate(req, c.opts.Rank, c.opts.WorldSize, c.opts.Capacity); err != nil {
 		return err

@@ -75,6 +75,10 @@ func roleMismatch() error {
 	out := make([]float32, 1000)
 	odd := rank == w-1
 	switch mode := os.Getenv("MISMATCH"); {
+	case !odd && mode == "root":
+		err = detcoll.Broadcast(c, in, 0)
+	case !odd && mode == "layout":
+		err = detcoll.AllGatherMany(c, [][]float32{in[:500], in[500:]}, [][]float32{make([]float32, 500*w), make([]float32, 500*w)})
 	case !odd:
 		err = detcoll.AllReduce(c, in, out)
 	case mode == "op":
@@ -83,8 +87,12 @@ func roleMismatch() error {
 		err = detcoll.AllReduce(c, make([]float64, 1000), make([]float64, 1000))
 	case mode == "count":
 		err = detcoll.AllReduce(c, in[:999], out[:999])
-	case mode == "root":
+	case mode == "op-root":
 		err = detcoll.Broadcast(c, in, 0) // the others all-reduce
+	case mode == "root":
+		err = detcoll.Broadcast(c, in, 1) // the others broadcast from 0
+	case mode == "layout":
+		err = detcoll.AllGatherMany(c, [][]float32{in[:10], in[10:]}, [][]float32{make([]float32, 10*w), make([]float32, 990*w)})
 	default:
 		return fmt.Errorf("unknown MISMATCH %q", mode)
 	}
@@ -119,25 +127,31 @@ func roleSkip() error {
 	w, rank := c.WorldSize(), c.Rank()
 	if rank == w-1 {
 		time.Sleep(3 * time.Second)
-		// By now the others have failed and said so.
-		if err := c.Barrier(); !errors.Is(err, detcoll.ErrPeerLost) {
-			return fmt.Errorf("skipper's next call: got %v, want ErrPeerLost", err)
+		// By now the others have timed out waiting for this rank and
+		// said so.
+		var re *detcoll.RankError
+		if err := c.Barrier(); !errors.Is(err, detcoll.ErrTimeout) || !errors.As(err, &re) || re.Rank != rank {
+			return fmt.Errorf("skipper's next call: got %v, want a timeout naming this rank", err)
 		}
 		return nil
 	}
 	start := time.Now()
 	err = detcoll.AllReduce(c, make([]float32, 10), make([]float32, 10))
+	// Either this rank timed out itself, or a faster peer did and told it:
+	// both name AllReduce's missing rank and match ErrTimeout.
 	var te *detcoll.TimeoutError
-	if !errors.Is(err, detcoll.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &te) {
-		// A faster peer may have timed out first and told us.
-		if errors.Is(err, detcoll.ErrPeerLost) && rank != 0 {
-			fmt.Printf("rank %d: %v\n", rank, err)
-			return nil
+	var re *detcoll.RankError
+	switch {
+	case errors.As(err, &te):
+		if te.Op.String() != "AllReduce" || len(te.Missing) != 1 || te.Missing[0] != w-1 || !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("timeout error does not name AllReduce and rank %d alone: %v", w-1, err)
 		}
-		return fmt.Errorf("got %v, want a *TimeoutError", err)
-	}
-	if te.Op.String() != "AllReduce" || !strings.Contains(err.Error(), "AllReduce") || len(te.Missing) == 0 || te.Missing[len(te.Missing)-1] != w-1 {
-		return fmt.Errorf("timeout error does not name AllReduce and rank %d: %v", w-1, err)
+	case errors.As(err, &re):
+		if re.Rank != w-1 || !errors.Is(err, detcoll.ErrTimeout) || !strings.Contains(err.Error(), "AllReduce") {
+			return fmt.Errorf("peer's report does not name rank %d's timeout in AllReduce: %v", w-1, err)
+		}
+	default:
+		return fmt.Errorf("got %v, want a timeout naming rank %d", err, w-1)
 	}
 	fmt.Printf("rank %d: after %v: %v\n", rank, time.Since(start).Round(time.Millisecond), err)
 	return nil
@@ -163,7 +177,7 @@ func roleKill() error {
 		}
 		n := len(in)
 		if i%2 == 0 {
-			n = 100 // alternate the one-shot and the two-phase paths
+			n = 16 // 64 bytes: alternate the one-shot and the two-phase paths
 		}
 		if err = detcoll.AllReduce(c, in[:n], out[:n]); err != nil {
 			break
@@ -248,7 +262,7 @@ func roleReopen() error {
 }
 
 func TestMismatchFailsEveryRank(t *testing.T) {
-	for _, mode := range []string{"op", "dtype", "count", "root"} {
+	for _, mode := range []string{"op", "dtype", "count", "op-root", "root", "layout"} {
 		for _, w := range []int{2, 3} {
 			t.Run(fmt.Sprintf("%s/W=%d", mode, w), func(t *testing.T) {
 				res := ranktest.Run(t, w, "mismatch", time.Minute, "MISMATCH="+mode, "TEST_TIMEOUT_MS=20000")

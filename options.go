@@ -45,6 +45,16 @@ type Options struct {
 	// DefaultTimeout.
 	Timeout time.Duration `json:"timeout"`
 
+	// Device is the CUDA device of this rank for the cuda backend (an
+	// ordinal after CUDA_VISIBLE_DEVICES). 0 (unset) and -1 both mean the
+	// local rank (LOCAL_RANK and its Open MPI and Slurm equivalents, 0
+	// without a launcher), which puts each rank of a host on a GPU of its
+	// own (the local rank is read with WorldSize, so it is 0 when WorldSize
+	// is set by hand); a positive value is that device. To put a rank whose
+	// local rank is not 0 on device 0, narrow CUDA_VISIBLE_DEVICES instead.
+	// The cpu backend ignores it.
+	Device int `json:"device"`
+
 	// Logger receives a few records: at Open, Close and failure, never per
 	// call. nil discards them.
 	Logger *slog.Logger `json:"-"`
@@ -63,6 +73,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	localRank := 0
 	if o.WorldSize == 0 {
 		job, found, err := launch.FromEnv(os.Getenv)
 		if err != nil {
@@ -70,6 +81,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		if found {
 			o.WorldSize, o.Rank = job.World, job.Rank
+			localRank = job.LocalRank
 			if o.Addr == "" {
 				o.Addr = job.Addr
 			}
@@ -82,6 +94,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Secret == "" {
 		o.Secret = os.Getenv("DETCOLL_SECRET")
+	}
+	if o.Device == 0 || o.Device == -1 {
+		o.Device = localRank
 	}
 	return o, nil
 }
@@ -96,6 +111,8 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Rank %d: want [0, %d)", o.Rank, o.WorldSize)
 	case o.Capacity < 0:
 		return base.Invalidf("Options.Capacity %d: want >= 0", o.Capacity)
+	case o.Device < 0:
+		return base.Invalidf("Options.Device %d: want >= -1", o.Device)
 	case o.Timeout < 0:
 		return base.Invalidf("Options.Timeout %v: want >= 0", o.Timeout)
 	case o.WorldSize > 1 && o.Addr == "":

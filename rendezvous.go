@@ -26,10 +26,14 @@ func (r storeRendezvous) Fail(reason string)    { r.c.Fail(reason) }
 func (r storeRendezvous) Done() <-chan struct{} { return r.c.Done() }
 func (r storeRendezvous) Err() error            { return publicError(r.c.Err()) }
 
-// publicError maps the store's failure report to a *base.RankError.
+// publicError maps the store's failure report to a *base.RankError: the
+// culprit and kind a failed rank encoded (base.Failure), or the lost rank.
 func publicError(err error) error {
 	var pe *store.PeerError
 	if errors.As(err, &pe) {
+		if f, ok := base.DecodeFailure(pe.Reason); ok {
+			return f.Err()
+		}
 		return &base.RankError{Rank: pe.Rank, Reason: pe.Reason, Err: base.ErrPeerLost}
 	}
 	return err

@@ -30,7 +30,7 @@ type badBuffers struct {
 }
 
 func newBadBuffers(capacity int) *badBuffers {
-	bb := &badBuffers{a: make([]float32, 64), b: make([]float32, 64), big: make([]float32, capacity/4+1), u: make([]uint8, 64)}
+	bb := &badBuffers{a: make([]float32, 64), b: make([]float32, 64), big: make([]float32, (capacity+63)/64*16+1), u: make([]uint8, 64)}
 	bb.fill()
 	return bb
 }
@@ -64,7 +64,14 @@ func badCalls(w int) []badCall {
 			return detcoll.ReduceScatter(c, bb.a[:w*4], bb.b[:5])
 		}},
 		{"ReduceScatter overlap", func(c *detcoll.Comm, bb *badBuffers) error {
-			return detcoll.ReduceScatter(c, bb.a[:w*4], bb.a[:4])
+			r := (c.Rank() + 1) % w
+			if w == 1 {
+				return detcoll.ReduceScatter(c, bb.a[:4], bb.a[1:5])
+			}
+			return detcoll.ReduceScatter(c, bb.a[:w*4], bb.a[r*4:r*4+4])
+		}},
+		{"ReduceScatterMany input overlaps another output", func(c *detcoll.Comm, bb *badBuffers) error {
+			return detcoll.ReduceScatterMany(c, [][]float32{bb.a[:w], bb.a[w : 2*w]}, [][]float32{bb.b[:1], bb.a[:1]})
 		}},
 		{"AllGather short output", func(c *detcoll.Comm, bb *badBuffers) error {
 			return detcoll.AllGather(c, bb.u[:5], bb.u[5:5+w*5-1])
@@ -122,8 +129,10 @@ func checkBadCalls(c *detcoll.Comm) error {
 			return fmt.Errorf("%s poisoned the communicator: %v", bc.name, c.Err())
 		}
 	}
-	// Still usable: a good call works, and a staged call can follow a
-	// refused one.
+	if err := checkStagedMisuse(c); err != nil {
+		return err
+	}
+	// Still usable: a good call works.
 	in := []float32{1, 2, 3}
 	out := make([]float32, 3)
 	if err := detcoll.AllReduce(c, in, out); err != nil {
@@ -132,6 +141,55 @@ func checkBadCalls(c *detcoll.Comm) error {
 	w := float32(c.WorldSize())
 	if out[0] != w || out[2] != 3*w {
 		return fmt.Errorf("good call after bad ones: got %v", out)
+	}
+	return nil
+}
+
+// checkStagedMisuse: while a staged all-reduce is pending, other calls and
+// outputs inside the staging are refused, the pending call still works;
+// an input of exactly the capacity fits; ReduceScatter works in place.
+func checkStagedMisuse(c *detcoll.Comm) error {
+	w := c.WorldSize()
+	view, err := detcoll.Stage[float32](c, 8)
+	if err != nil {
+		return err
+	}
+	for i := range view {
+		view[i] = float32(i)
+	}
+	if err := detcoll.AllReduce(c, make([]float32, 8), make([]float32, 8)); !errors.Is(err, detcoll.ErrInvalid) {
+		return fmt.Errorf("AllReduce while staged: got %v, want ErrInvalid", err)
+	}
+	if err := detcoll.AllReduceStaged(c, view); !errors.Is(err, detcoll.ErrInvalid) {
+		return fmt.Errorf("AllReduceStaged into the staging view: got %v, want ErrInvalid", err)
+	}
+	if err := detcoll.AllReduceStaged(c, make([]float32, 7)); !errors.Is(err, detcoll.ErrInvalid) {
+		return fmt.Errorf("AllReduceStaged with the wrong length: got %v, want ErrInvalid", err)
+	}
+	out := make([]float32, 8)
+	if err := detcoll.AllReduceStaged(c, out); err != nil {
+		return fmt.Errorf("AllReduceStaged after refused calls: %w", err)
+	}
+	if out[7] != 7*float32(w) {
+		return fmt.Errorf("AllReduceStaged: got %v", out)
+	}
+	capacity := int(c.Options().Capacity)
+	if capacity%4 == 0 {
+		full := make([]float32, capacity/4)
+		if err := detcoll.AllReduce(c, full, full); err != nil {
+			return fmt.Errorf("AllReduce of exactly the capacity: %w", err)
+		}
+	}
+	rs := make([]float32, 4*w)
+	for i := range rs {
+		rs[i] = float32(i)
+	}
+	share := rs[c.Rank()*4 : (c.Rank()+1)*4]
+	if err := detcoll.ReduceScatter(c, rs, share); err != nil {
+		return fmt.Errorf("ReduceScatter in place: %w", err)
+	}
+	if want := float32(c.Rank()*4+3) * float32(w); share[3] != want {
+		return fmt.Errorf("ReduceScatter in place: got %v, want last element %v", share, want)
 	}
 	return nil
 }
@@ -151,7 +209,7 @@ func roleBadInput() error {
 
 func TestBadInputSingleRank(t *testing.T) {
 	ctx := context.Background()
-	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1, Capacity: 1 << 16})
+	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1, Capacity: 1<<16 + 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +220,7 @@ func TestBadInputSingleRank(t *testing.T) {
 }
 
 func TestBadInputKeepsPeersUsable(t *testing.T) {
-	ranktest.RequireOK(t, ranktest.Run(t, 3, "badinput", time.Minute, "TEST_CAPACITY=65536"))
+	ranktest.RequireOK(t, ranktest.Run(t, 3, "badinput", time.Minute, "TEST_CAPACITY=65540"))
 }
 
 func TestBadOptions(t *testing.T) {

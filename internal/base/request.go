@@ -47,48 +47,69 @@ func StagingLayout(sizes []int) (offsets []int, total int) {
 
 func roundUp(n, a int) int { return (n + a - 1) / a * a }
 
+// StagingCapacity is the staging a capacity of c bytes gives: c rounded up
+// to StagingAlign, so that an input of exactly c bytes, which the layout
+// rounds up, fits.
+func StagingCapacity(c int64) int64 { return int64(roundUp(int(c), StagingAlign)) }
+
 // Signature returns the signature that rank publishes for r (Seq is left
 // for the caller to fill in).
 func (r *Request) Signature() Signature {
-	s := Signature{Op: r.Op, DType: r.DType, Buffers: 1}
-	size := uint64(r.DType.Size())
-	switch r.Op {
+	return signature(r.Op, r.DType, r.Root, byteLens(r.In), byteLens(r.Out))
+}
+
+// InputSizes returns the byte sizes of the buffers this rank stages.
+func (r *Request) InputSizes() []int {
+	return inputSizes(r.Op, byteLens(r.In), byteLens(r.Out))
+}
+
+func byteLens(bs [][]byte) []int {
+	n := make([]int, len(bs))
+	for i, b := range bs {
+		n[i] = len(b)
+	}
+	return n
+}
+
+// signature computes a call's signature from the byte lengths of its
+// buffers, for host and device requests alike.
+func signature(op Op, dt num.DType, root int, in, out []int) Signature {
+	s := Signature{Op: op, DType: dt, Buffers: 1}
+	size := uint64(dt.Size())
+	switch op {
 	case OpBarrier:
 	case OpAllReduceStaged:
-		s.Count = uint64(len(r.Out[0])) / size
+		s.Count = uint64(out[0]) / size
 	case OpBroadcast:
-		s.Root = uint32(r.Root)
-		s.Count = uint64(len(r.In[0])) / size
+		s.Root = uint32(root)
+		s.Count = uint64(in[0]) / size
 	case OpAllGatherMany, OpReduceScatterMany:
 		h := fnv.New64a()
 		var b [8]byte
-		for _, in := range r.In {
-			c := uint64(len(in)) / size
+		for _, n := range in {
+			c := uint64(n) / size
 			s.Count += c
 			for i := range b {
 				b[i] = byte(c >> (8 * i))
 			}
 			h.Write(b[:])
 		}
-		s.Buffers = uint32(len(r.In))
+		s.Buffers = uint32(len(in))
 		s.Layout = h.Sum64()
 	default:
-		s.Count = uint64(len(r.In[0])) / size
+		s.Count = uint64(in[0]) / size
 	}
 	return s
 }
 
-// InputSizes returns the byte sizes of the buffers this rank stages.
-func (r *Request) InputSizes() []int {
-	switch r.Op {
+// inputSizes returns the byte sizes of the buffers a call stages, from the
+// byte lengths of its buffers.
+func inputSizes(op Op, in, out []int) []int {
+	switch op {
 	case OpBarrier:
 		return nil
 	case OpAllReduceStaged:
-		return []int{len(r.Out[0])}
+		return []int{out[0]}
 	}
-	sizes := make([]int, len(r.In))
-	for i, in := range r.In {
-		sizes[i] = len(in)
-	}
-	return sizes
+	return in
 }

@@ -2,115 +2,126 @@ package base
 
 import (
 	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // Validate checks a request before any work, so that a bad call changes
 // nothing: no buffer is touched and the protocol does not advance. It
 // returns an error matching ErrInvalid naming what is wrong.
 func Validate(r *Request, rank, world int, capacity int64) error {
-	if r.Op == OpInvalid || r.Op >= numOps || r.Op == OpClose {
-		return Invalidf("unknown operation %v", r.Op)
+	return validate(r.Op, r.DType, r.Root, hostSpans(r.In), hostSpans(r.Out), rank, world, capacity)
+}
+
+// validate holds the rules every request shares, host or device: the
+// operation and element type, the shapes and overlaps of the buffers, and
+// the staging capacity.
+func validate(op Op, dt num.DType, root int, in, out []span, rank, world int, capacity int64) error {
+	if op == OpInvalid || op >= numOps || op == OpClose {
+		return Invalidf("unknown operation %v", op)
 	}
-	if r.Op != OpBarrier {
-		if !r.DType.Valid() {
-			return Invalidf("%v: unknown element type %v", r.Op, r.DType)
+	if op != OpBarrier {
+		if !dt.Valid() {
+			return Invalidf("%v: unknown element type %v", op, dt)
 		}
-		if r.Op.Reduces() && !r.DType.Reducible() {
-			return Invalidf("%v: element type %v cannot be summed (want bfloat16, float16, float32 or float64)", r.Op, r.DType)
+		if op.Reduces() && !dt.Reducible() {
+			return Invalidf("%v: element type %v cannot be summed (want bfloat16, float16, float32 or float64)", op, dt)
 		}
 	}
-	if err := validateShapes(r, rank, world); err != nil {
+	if err := validateShapes(op, dt, root, in, out, rank, world); err != nil {
 		return err
 	}
-	_, need := StagingLayout(r.InputSizes())
-	if int64(need) > capacity {
-		return Invalidf("%v: needs %d bytes of staging, over the communicator's capacity of %d bytes", r.Op, need, capacity)
+	_, need := StagingLayout(inputSizes(op, spanLens(in), spanLens(out)))
+	if int64(need) > StagingCapacity(capacity) {
+		return Invalidf("%v: needs %d bytes of staging, over the communicator's capacity of %d bytes", op, need, capacity)
 	}
 	return nil
 }
 
-func validateShapes(r *Request, rank, world int) error {
-	switch r.Op {
+func validateShapes(op Op, dt num.DType, root int, ins, outs []span, rank, world int) error {
+	switch op {
 	case OpBarrier:
-		if len(r.In) != 0 || len(r.Out) != 0 {
+		if len(ins) != 0 || len(outs) != 0 {
 			return Invalidf("Barrier takes no buffers")
 		}
 		return nil
 	case OpAllGatherMany, OpReduceScatterMany:
-		if len(r.In) == 0 {
-			return Invalidf("%v: no buffers", r.Op)
+		if len(ins) == 0 {
+			return Invalidf("%v: no buffers", op)
 		}
-		if len(r.Out) != len(r.In) {
-			return Invalidf("%v: %d inputs but %d outputs", r.Op, len(r.In), len(r.Out))
+		if len(outs) != len(ins) {
+			return Invalidf("%v: %d inputs but %d outputs", op, len(ins), len(outs))
 		}
 	case OpAllReduceStaged:
-		if len(r.In) != 0 || len(r.Out) != 1 {
-			return Invalidf("%v: want one output and no input", r.Op)
+		if len(ins) != 0 || len(outs) != 1 {
+			return Invalidf("%v: want one output and no input", op)
 		}
-		if r.Out[0] == nil {
-			return Invalidf("%v: nil output", r.Op)
+		if outs[0].missing {
+			return Invalidf("%v: nil output", op)
 		}
 		return nil
 	default:
-		if len(r.In) != 1 || len(r.Out) != 1 {
-			return Invalidf("%v: want one input and one output", r.Op)
+		if len(ins) != 1 || len(outs) != 1 {
+			return Invalidf("%v: want one input and one output", op)
 		}
 	}
-	size := r.DType.Size()
-	for k := range r.In {
-		in, out := r.In[k], r.Out[k]
-		if in == nil {
-			return Invalidf("%v: nil input", r.Op)
+	size := dt.Size()
+	for k := range ins {
+		in, out := ins[k], outs[k]
+		if in.missing {
+			return Invalidf("%v: nil input", op)
 		}
-		if out == nil {
-			return Invalidf("%v: nil output", r.Op)
+		if out.missing {
+			return Invalidf("%v: nil output", op)
 		}
-		if len(in)%size != 0 || len(out)%size != 0 {
-			return Invalidf("%v: buffer lengths %d and %d are not whole %v elements", r.Op, len(in), len(out), r.DType)
+		if in.n%size != 0 || out.n%size != 0 {
+			return Invalidf("%v: buffer lengths %d and %d are not whole %v elements", op, in.n, out.n, dt)
 		}
-		n := len(in) / size
-		switch r.Op {
+		n := in.n / size
+		switch op {
 		case OpAllReduce:
-			if len(out) != len(in) {
-				return Invalidf("%v: input has %d elements, output %d", r.Op, n, len(out)/size)
+			if out.n != in.n {
+				return Invalidf("%v: input has %d elements, output %d", op, n, out.n/size)
 			}
-			if overlap(in, out) && !same(in, out) {
-				return Invalidf("%v: input and output overlap (only out == in is allowed)", r.Op)
+			if in.overlaps(out) && in != out {
+				return Invalidf("%v: input and output overlap (only out == in is allowed)", op)
 			}
 		case OpReduceScatter, OpReduceScatterMany:
 			if n%world != 0 {
-				return Invalidf("%v: input of %d elements is not a multiple of the world size %d", r.Op, n, world)
+				return Invalidf("%v: input of %d elements is not a multiple of the world size %d", op, n, world)
 			}
-			if len(out)*world != len(in) {
-				return Invalidf("%v: output has %d elements, want input/%d = %d", r.Op, len(out)/size, world, n/world)
+			if out.n*world != in.n {
+				return Invalidf("%v: output has %d elements, want input/%d = %d", op, out.n/size, world, n/world)
 			}
-			if overlap(in, out) {
-				return Invalidf("%v: input and output overlap", r.Op)
+			// In place, as NCCL allows: the output may be the input's own
+			// share (the input is staged before the output is written).
+			if in.overlaps(out) && out != in.sub(rank*out.n, (rank+1)*out.n) {
+				return Invalidf("%v: input and output overlap other than as the output being the input's share [%d, %d)", op, rank*n/world, (rank+1)*n/world)
 			}
 		case OpAllGather, OpAllGatherMany:
-			if len(out) != len(in)*world {
-				return Invalidf("%v: output has %d elements, want %d x %d = %d", r.Op, len(out)/size, world, n, world*n)
+			if out.n != in.n*world {
+				return Invalidf("%v: output has %d elements, want %d x %d = %d", op, out.n/size, world, n, world*n)
 			}
-			if overlap(in, out) && !same(in, out[rank*len(in):(rank+1)*len(in)]) {
-				return Invalidf("%v: input overlaps the output other than as its own slot [%d, %d)", r.Op, rank*n, (rank+1)*n)
+			if in.overlaps(out) && in != out.sub(rank*in.n, (rank+1)*in.n) {
+				return Invalidf("%v: input overlaps the output other than as its own slot [%d, %d)", op, rank*n, (rank+1)*n)
 			}
 		case OpBroadcast:
-			if !same(in, out) {
-				return Invalidf("%v: one buffer", r.Op)
+			if in != out {
+				return Invalidf("%v: one buffer", op)
 			}
-			if r.Root < 0 || r.Root >= world {
-				return Invalidf("%v: root %d out of range [0, %d)", r.Op, r.Root, world)
+			if root < 0 || root >= world {
+				return Invalidf("%v: root %d out of range [0, %d)", op, root, world)
 			}
 		}
 	}
-	if len(r.Out) > 1 {
-		for i := range r.Out {
-			for j := range r.Out {
-				if i != j && overlap(r.Out[i], r.Out[j]) {
-					return Invalidf("%v: outputs %d and %d overlap", r.Op, i, j)
+	if len(outs) > 1 {
+		for i := range outs {
+			for j := range outs {
+				if i != j && outs[i].overlaps(outs[j]) {
+					return Invalidf("%v: outputs %d and %d overlap", op, i, j)
 				}
-				if i != j && overlap(r.In[i], r.Out[j]) {
-					return Invalidf("%v: input %d overlaps output %d", r.Op, i, j)
+				if i != j && ins[i].overlaps(outs[j]) {
+					return Invalidf("%v: input %d overlaps output %d", op, i, j)
 				}
 			}
 		}
@@ -118,17 +129,52 @@ func validateShapes(r *Request, rank, world int) error {
 	return nil
 }
 
-// overlap reports whether two byte slices share memory. Empty slices share
-// nothing.
-func overlap(a, b []byte) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
+// span is a buffer as the shape rules see it: n bytes from addr, in host or
+// device memory (never both in one request). missing marks a nil buffer,
+// which is an error even when empty.
+type span struct {
+	addr    uint64
+	n       int
+	missing bool
 }
 
-// same reports whether a and b are the same memory (same start and length).
-func same(a, b []byte) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+func hostSpan(b []byte) span {
+	if b == nil {
+		return span{missing: true}
+	}
+	return span{addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))), n: len(b)}
+}
+
+func hostSpans(bs [][]byte) []span {
+	s := make([]span, len(bs))
+	for i, b := range bs {
+		s[i] = hostSpan(b)
+	}
+	return s
+}
+
+func spanLens(s []span) []int {
+	n := make([]int, len(s))
+	for i := range s {
+		n[i] = s[i].n
+	}
+	return n
+}
+
+// Overlap reports whether two byte slices share memory. Empty slices share
+// nothing.
+func Overlap(a, b []byte) bool { return hostSpan(a).overlaps(hostSpan(b)) }
+
+// overlaps reports whether two spans share memory. Empty spans share
+// nothing.
+func (a span) overlaps(b span) bool {
+	if a.n == 0 || b.n == 0 {
+		return false
+	}
+	return a.addr < b.addr+uint64(b.n) && b.addr < a.addr+uint64(a.n)
+}
+
+// sub returns bytes [lo, hi) of s.
+func (s span) sub(lo, hi int) span {
+	return span{addr: s.addr + uint64(lo), n: hi - lo, missing: s.missing}
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,8 +48,9 @@ type Comm struct {
 	// written by a failing call, Abort or the rendezvous monitor.
 	cause atomic.Pointer[error]
 
-	stopMonitor chan struct{} // closed by Close to end the monitor goroutine
-	monitorDone chan struct{} // closed when the monitor goroutine has exited
+	stopMonitor chan struct{}  // closed by Close to end the monitor goroutine
+	monitorDone chan struct{}  // closed when the monitor goroutine has exited
+	telling     sync.WaitGroup // failure reports in flight to the rendezvous
 
 	mu      sync.Mutex // serialises calls; guards the fields below
 	seq     uint64     // last published stage value
@@ -83,6 +82,14 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 		return c, nil
 	}
 
+	// Create the segment only once every rank is here, so that a rank
+	// lost before then leaves nothing behind; a rank lost during the
+	// exchange below leaves a file whose name the others may not learn,
+	// which the next Open on the host removes (sweepStale).
+	if err := c.rdv.Barrier(ctx, "cpu/joined"); err != nil {
+		return nil, fmt.Errorf("wait for every rank to join: %w", err)
+	}
+	sweepStale()
 	name, mem, err := createSegment(size)
 	if err != nil {
 		return nil, err
@@ -100,20 +107,30 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 		}
 	}()
 
-	setup := fmt.Sprintf("%s %d %s", name, cfg.Capacity, c.paths)
+	// Every rank adopts rank 0's thresholds: they are derived from the
+	// core count, which CPU binding can make differ between ranks.
+	setup := fmt.Sprintf("%s %d %d", name, cfg.Capacity, c.paths.allReduceOneShotMax)
 	all, err := c.rdv.AllGather(ctx, "cpu/segments", []byte(setup))
 	if err != nil {
 		return nil, fmt.Errorf("exchange shared memory names: %w", err)
 	}
 	for p, v := range all {
+		var peerName string
+		var capacity int64
+		var oneShotMax int
+		if _, err := fmt.Sscanf(string(v), "%s %d %d", &peerName, &capacity, &oneShotMax); err != nil {
+			return nil, fmt.Errorf("rank %d sent a bad segment description %q: %w", p, v, err)
+		}
+		if p == 0 {
+			c.paths.allReduceOneShotMax = oneShotMax
+		}
 		if p == c.rank {
 			continue
 		}
-		peerName, rest, _ := strings.Cut(string(v), " ")
 		names = append(names, peerName)
-		if rest != setup[len(name)+1:] {
-			return nil, base.Invalidf("rank %d has capacity and thresholds %q, rank %d has %q: every rank must open with the same options",
-				p, rest, c.rank, setup[len(name)+1:])
+		if capacity != cfg.Capacity {
+			return nil, base.Invalidf("rank %d has capacity %d bytes, rank %d has %d: every rank must open with the same capacity",
+				p, capacity, c.rank, cfg.Capacity)
 		}
 		m, err := openSegment(peerName, size)
 		if err != nil {
@@ -160,22 +177,25 @@ func (c *Comm) Abort(cause error) {
 	c.poison(fmt.Errorf("%w: %w", base.ErrAborted, cause), true)
 }
 
-// poison records the first failure, tells the peers when this rank is the
-// origin (tell), and wakes every sleeper so that waits notice at once.
+// poison records the first failure, publishes it in this rank's status
+// word and wakes every sleeper, so that waits here and at the peers notice
+// at once; then, when this rank is the origin (tell), it reports the failure
+// through the rendezvous, which reaches peers that are not in a call.
 func (c *Comm) poison(err error, tell bool) {
+	// Counted before the cause is visible: a call that returns this failure
+	// and a Close that follows must find the report in flight.
+	c.telling.Add(1)
+	defer c.telling.Done()
 	if !c.cause.CompareAndSwap(nil, &err) {
 		return
 	}
 	if c.log != nil {
 		c.log.Error("communicator failed", "err", err)
 	}
-	if tell && c.rdv != nil {
-		c.rdv.Fail(err.Error())
-	}
+	f := base.FailureOf(err, c.rank)
 	c.segsMu.RLock()
-	defer c.segsMu.RUnlock()
 	if c.segs[c.rank].mem != nil {
-		c.setStatus(err)
+		c.setStatus(f)
 	}
 	for _, s := range c.segs {
 		if s.mem == nil {
@@ -184,6 +204,10 @@ func (c *Comm) poison(err error, tell bool) {
 		for _, off := range []int{offStage, offReduced, offDone} {
 			futexWake(low32(s.word(off)))
 		}
+	}
+	c.segsMu.RUnlock()
+	if tell && c.rdv != nil {
+		c.rdv.Fail(f.Encode()) // Close waits for it (telling)
 	}
 }
 
@@ -229,6 +253,7 @@ func (c *Comm) Close(ctx context.Context) error {
 		close(c.stopMonitor)
 		<-c.monitorDone
 	}
+	c.telling.Wait()
 	c.unmapAll()
 	return err
 }
@@ -236,17 +261,17 @@ func (c *Comm) Close(ctx context.Context) error {
 // closeHandshake runs a Close call through the protocol, then waits until
 // every peer has published done for it: after that nobody reads our memory.
 func (c *Comm) closeHandshake(ctx context.Context) error {
-	deadline := time.Now().Add(c.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	k := c.newCall(base.OpClose)
+	k.ctx = ctx
+	if d, ok := ctx.Deadline(); ok && d.Before(k.deadline) {
+		k.deadline = d
 	}
 	req := &base.Request{Op: base.OpClose}
-	sig := base.Signature{Op: base.OpClose, Buffers: 1}
-	if err := c.begin(req, sig, deadline); err != nil {
+	if err := c.begin(k, req, base.Signature{Op: base.OpClose, Buffers: 1}); err != nil {
 		return err
 	}
 	c.publish(offDone, c.seq)
-	if err := c.waitAll(offDone, c.seq, "close acknowledgement", base.OpClose, deadline); err != nil {
+	if err := c.waitAll(k, offDone, c.seq, "waiting for peers to acknowledge Close"); err != nil {
 		return c.fail(err)
 	}
 	return nil
@@ -259,9 +284,4 @@ func (c *Comm) unmapAll() {
 		unmap(s.mem)
 		c.segs[i] = segment{}
 	}
-}
-
-// String describes the paths for the setup check: every rank must agree.
-func (p paths) String() string {
-	return "oneshot<=" + strconv.Itoa(p.allReduceOneShotMax)
 }

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"time"
-
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
 )
@@ -25,11 +23,14 @@ func (c *Comm) Do(req *base.Request) error {
 	} else if c.staged >= 0 {
 		return base.Invalidf("%v while a staged all-reduce is pending: call AllReduceStaged first", req.Op)
 	}
-	deadline := time.Now().Add(c.timeout)
-	if err := c.begin(req, req.Signature(), deadline); err != nil {
+	if err := c.outsideStaging(req); err != nil {
 		return err
 	}
-	if err := c.compute(req, deadline); err != nil {
+	k := c.newCall(req.Op)
+	if err := c.begin(k, req, req.Signature()); err != nil {
+		return err
+	}
+	if err := c.compute(k, req); err != nil {
 		return c.fail(err)
 	}
 	c.publish(offDone, c.seq)
@@ -47,7 +48,7 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 		return nil, err
 	}
 	if c.staged < 0 {
-		if err := c.reserve(base.OpAllReduceStaged, c.seq+1, time.Now().Add(c.timeout)); err != nil {
+		if err := c.reserve(c.newCall(base.OpAllReduceStaged)); err != nil {
 			return nil, c.fail(err)
 		}
 	}
@@ -57,13 +58,13 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 
 // begin runs the protocol's first four steps: reserve, stage the input and
 // the signature, publish, wait for every peer, and compare signatures.
-func (c *Comm) begin(req *base.Request, sig base.Signature, deadline time.Time) error {
-	seq := c.seq + 1
+func (c *Comm) begin(k call, req *base.Request, sig base.Signature) error {
+	seq := k.seq
 	sig.Seq = seq
 	if req.Op == base.OpAllReduceStaged {
 		c.staged = -1 // reserved by Stage
 	} else {
-		if err := c.reserve(req.Op, seq, deadline); err != nil {
+		if err := c.reserve(k); err != nil {
 			return c.fail(err)
 		}
 		c.stageInputs(req)
@@ -72,7 +73,7 @@ func (c *Comm) begin(req *base.Request, sig base.Signature, deadline time.Time) 
 	own.writeSignature(sig)
 	c.publish(offStage, seq)
 	c.seq = seq
-	if err := c.waitAll(offStage, seq, "waiting for peers to stage their inputs", req.Op, deadline); err != nil {
+	if err := c.waitAll(k, offStage, seq, "waiting for peers to stage their inputs"); err != nil {
 		// A peer that found the signatures differ fails before we look:
 		// if every rank has staged, we can see the mismatch ourselves and
 		// report it as such rather than as the peer's failure.
@@ -109,6 +110,22 @@ func (c *Comm) allStaged(seq uint64) bool {
 	return true
 }
 
+// outsideStaging refuses buffers inside this rank's shared memory (a Stage
+// view kept too long, say): peers read that memory during the call, so an
+// output there would corrupt their results and an input there is being
+// overwritten.
+func (c *Comm) outsideStaging(req *base.Request) error {
+	own := c.segs[c.rank].mem
+	for _, bufs := range [][][]byte{req.In, req.Out} {
+		for _, b := range bufs {
+			if base.Overlap(b, own) {
+				return base.Invalidf("%v: a buffer lies in the communicator's staging memory (a Stage view may only be written, then passed to nothing but AllReduceStaged's input)", req.Op)
+			}
+		}
+	}
+	return nil
+}
+
 // checkSignatures compares every peer's signature with ours. On a mismatch
 // every rank reads the same signatures, so every rank fails with the same
 // list.
@@ -131,11 +148,11 @@ func (c *Comm) checkSignatures(mine base.Signature) error {
 }
 
 // compute produces this rank's outputs from the peers' staging.
-func (c *Comm) compute(req *base.Request, deadline time.Time) error {
+func (c *Comm) compute(k call, req *base.Request) error {
 	offs, _ := base.StagingLayout(req.InputSizes())
 	switch req.Op {
 	case base.OpAllReduce, base.OpAllReduceStaged:
-		return c.allReduce(req.DType, req.Out[0], deadline)
+		return c.allReduce(k, req.DType, req.Out[0])
 	case base.OpReduceScatter, base.OpReduceScatterMany:
 		for k, out := range req.Out {
 			c.reduceScatter(req.DType, out, offs[k])
@@ -162,7 +179,7 @@ func (c *Comm) peerSlices(lo, hi int) [][]byte {
 	return c.srcs
 }
 
-func (c *Comm) allReduce(dt num.DType, out []byte, deadline time.Time) error {
+func (c *Comm) allReduce(k call, dt num.DType, out []byte) error {
 	if len(out) <= c.paths.allReduceOneShotMax || c.world == 1 {
 		c.reducer.Reduce(dt, out, c.peerSlices(0, len(out)))
 		return nil
@@ -173,7 +190,7 @@ func (c *Comm) allReduce(dt num.DType, out []byte, deadline time.Time) error {
 	lo, hi := c.shard(c.rank, dt, len(out))
 	c.reducer.Reduce(dt, c.segs[c.rank].payload[lo:hi], c.peerSlices(lo, hi))
 	c.publish(offReduced, c.seq)
-	if err := c.waitAll(offReduced, c.seq, "waiting for peers' reduced shards", base.OpAllReduce, deadline); err != nil {
+	if err := c.waitAll(k, offReduced, c.seq, "waiting for peers' reduced shards"); err != nil {
 		return err
 	}
 	for p, s := range c.segs {

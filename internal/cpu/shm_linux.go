@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,16 +32,19 @@ func createSegment(size int64) (name string, mem []byte, err error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return "", nil, err
 	}
-	name = shmPrefix + hex.EncodeToString(rnd[:])
+	name = fmt.Sprintf("%s%d-%s", shmPrefix, os.Getpid(), hex.EncodeToString(rnd[:]))
 	path := filepath.Join(shmDir(), name)
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return "", nil, fmt.Errorf("create shared memory %s: %w", path, err)
 	}
 	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, size); err != nil {
+	// Fallocate, not just Ftruncate: a tmpfs too small for the segment
+	// must fail here, with a message, not later with SIGBUS on first touch.
+	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
 		unix.Unlink(path)
-		return "", nil, fmt.Errorf("size shared memory %s to %d bytes: %w", path, size, err)
+		return "", nil, fmt.Errorf("reserve %d bytes of shared memory in %s (is it large enough? Options.Capacity sets the size): %w",
+			size, shmDir(), err)
 	}
 	mem, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -103,10 +107,39 @@ func unmap(mem []byte) {
 // validName accepts only names createSegment makes, so a peer cannot make us
 // open or unlink anything else.
 func validName(name string) bool {
-	hexPart, ok := strings.CutPrefix(name, shmPrefix)
-	if !ok || len(hexPart) != 32 {
-		return false
+	_, ok := segmentOwner(name)
+	return ok
+}
+
+// segmentOwner returns the pid in a segment's name.
+func segmentOwner(name string) (pid int, ok bool) {
+	rest, ok := strings.CutPrefix(name, shmPrefix)
+	if !ok {
+		return 0, false
 	}
-	_, err := hex.DecodeString(hexPart)
-	return err == nil
+	pidPart, hexPart, ok := strings.Cut(rest, "-")
+	if !ok || len(hexPart) != 32 {
+		return 0, false
+	}
+	if _, err := hex.DecodeString(hexPart); err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(pidPart)
+	return pid, err == nil && pid > 0
+}
+
+// sweepStale removes segments whose creator is dead: a rank killed in the
+// instant between creating its segment and its peers mapping it leaves its
+// file behind, and the next communicator on the host cleans it up.
+func sweepStale() {
+	entries, err := os.ReadDir(shmDir())
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, ok := segmentOwner(e.Name())
+		if ok && unix.Kill(pid, 0) == unix.ESRCH {
+			unix.Unlink(filepath.Join(shmDir(), e.Name()))
+		}
+	}
 }

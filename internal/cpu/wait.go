@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -38,21 +40,35 @@ func (c *Comm) publish(off int, v uint64) {
 	}
 }
 
+// call is what a wait needs to know about the call it belongs to.
+type call struct {
+	op       base.Op
+	seq      uint64 // the call's sequence number, for messages
+	start    time.Time
+	deadline time.Time
+	ctx      context.Context // Close's; nil for collectives, bounded by deadline alone
+}
+
+func (c *Comm) newCall(op base.Op) call {
+	now := time.Now()
+	return call{op: op, seq: c.seq + 1, start: now, deadline: now.Add(c.timeout)}
+}
+
 // reserve waits until every peer has finished reading this rank's staging
 // for the previous call, so the staging may be overwritten.
-func (c *Comm) reserve(op base.Op, seq uint64, deadline time.Time) error {
-	return c.waitAll(offDone, seq-1, "waiting for peers to release the staging memory", op, deadline)
+func (c *Comm) reserve(k call) error {
+	return c.waitAll(k, offDone, k.seq-1, "waiting for peers to release the staging memory")
 }
 
 // waitAll waits until the word at off of every peer is at least target.
-// It ends early on a failure (this communicator's or a peer's status) and
-// with a *base.TimeoutError at the deadline.
-func (c *Comm) waitAll(off int, target uint64, phase string, op base.Op, deadline time.Time) error {
+// It ends early on a failure (this communicator's or a peer's status) or
+// the end of k.ctx, and with a *base.TimeoutError at the deadline.
+func (c *Comm) waitAll(k call, off int, target uint64, phase string) error {
 	for p := range c.world {
 		if p == c.rank {
 			continue
 		}
-		ok, err := c.waitPeer(p, off, target, deadline)
+		ok, err := c.waitPeer(k, p, off, target)
 		if err != nil {
 			return err
 		}
@@ -63,14 +79,14 @@ func (c *Comm) waitAll(off int, target uint64, phase string, op base.Op, deadlin
 					missing = append(missing, q)
 				}
 			}
-			return &base.TimeoutError{Op: op, Seq: target, Phase: phase, Missing: missing, After: c.timeout}
+			return &base.TimeoutError{Op: k.op, Seq: k.seq, Phase: phase, Missing: missing, After: time.Since(k.start).Round(time.Millisecond)}
 		}
 	}
 	return nil
 }
 
 // waitPeer waits for one peer's word; ok is false at the deadline.
-func (c *Comm) waitPeer(p, off int, target uint64, deadline time.Time) (ok bool, err error) {
+func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) {
 	s := c.segs[p]
 	w := s.word(off)
 	if atomic.LoadUint64(w) >= target {
@@ -91,7 +107,10 @@ func (c *Comm) waitPeer(p, off int, target uint64, deadline time.Time) (ok bool,
 		if err := c.checkFailure(); err != nil {
 			return false, err
 		}
-		left := time.Until(deadline)
+		if k.ctx != nil && k.ctx.Err() != nil {
+			return false, fmt.Errorf("%v #%d: %s: %w", k.op, k.seq, "waiting for peers", k.ctx.Err())
+		}
+		left := time.Until(k.deadline)
 		if left <= 0 {
 			return atomic.LoadUint64(w) >= target, nil
 		}

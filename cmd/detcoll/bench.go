@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/bench"
+	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/mpiref"
+	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/report"
+)
+
+const benchSynopsis = `[-n N] [--backend cpu] [--dtype T] [--operations LIST] [--size-bytes LIST]
+	[--warmup W] [--iterations I] [--reference mpi|none] [--output FILE.json] [--benchfmt FILE]
+
+Times detcoll's collectives against a reference on the same ranks, inputs
+and sizes: Open MPI on the cpu backend (NCCL on cuda, to come). For each
+operation and size it takes --warmup untimed and --iterations timed samples
+of each side, alternating which side goes first, each sample after a
+barrier; a row's time is the slowest rank's median. Rank 0 prints a table
+on stdout (detcoll/reference below 1: detcoll is faster) and progress on
+stderr, and writes the JSON report (--output, read by detcoll plot) and Go
+benchmark lines (--benchfmt; compare the sides with benchstat -col /side).
+
+Sizes are input bytes per rank (reduce_scatter: the whole input, W times the
+output); *_many pass the input as two buffers. Every argument is checked
+before any rank starts.
+
+Started by itself it runs N local ranks: with --reference mpi through mpirun
+(as root it adds --allow-run-as-root), else like detcoll run -n N. Started by
+detcoll run, torchrun, mpirun or srun it is one of their ranks; the MPI
+reference needs mpirun (export DETCOLL_SECRET with -x). The MPI reference is
+in binaries built with -tags mpi (needs libopenmpi-dev).`
+
+// benchFlags are detcoll bench's settings.
+type benchFlags struct {
+	n                 int
+	timeout           time.Duration
+	output, benchfmt  string
+	cfg               bench.Config
+	dtype, ops, sizes string
+}
+
+// defaultBenchSizes are 1 KiB to 64 MiB in powers of 4.
+const defaultBenchSizes = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB"
+
+// runBench is "detcoll bench".
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", benchSynopsis, stderr)
+	var f benchFlags
+	defaultRef := report.ReferenceNone
+	if mpiref.Built {
+		defaultRef = report.ReferenceMPI
+	}
+	opNames := make([]string, len(bench.Ops))
+	for i, op := range bench.Ops {
+		opNames[i] = string(op)
+	}
+	fs.IntVar(&f.n, "n", 2, "number of local ranks to start when not launched as a rank")
+	fs.StringVar(&f.cfg.Backend, "backend", "cpu", `backend: "cpu" or "cuda"`)
+	fs.StringVar(&f.dtype, "dtype", "", "element type: bfloat16, float16, float32 or float64 (default float32 on cpu, where Open MPI has no bfloat16; bfloat16 on cuda)")
+	fs.StringVar(&f.ops, "operations", strings.Join(opNames, ","), "operations to time")
+	fs.StringVar(&f.sizes, "size-bytes", defaultBenchSizes, "input bytes per rank, a list (units KiB, MiB, GiB)")
+	fs.IntVar(&f.cfg.Warmup, "warmup", 20, "untimed samples per operation and size, >= 0")
+	fs.IntVar(&f.cfg.Iterations, "iterations", 100, "timed samples per operation and size, > 0")
+	fs.StringVar(&f.cfg.Reference, "reference", defaultRef, `what to compare with: "mpi" (Open MPI; cpu) or "none" (default: mpi when this binary has it)`)
+	fs.Uint64Var(&f.cfg.Seed, "seed", 1, "seed of the random inputs")
+	fs.StringVar(&f.output, "output", "", "write the JSON report here (parent directories are created)")
+	fs.StringVar(&f.benchfmt, "benchfmt", "", "write Go benchmark lines here, for benchstat")
+	fs.DurationVar(&f.timeout, "timeout", time.Minute, "bound on every wait for peers")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := f.parse(); err != nil {
+		return err
+	}
+	if f.cfg.Backend == "cuda" {
+		return fmt.Errorf("--backend cuda: not yet: the cuda side of the benchmark is being written (internal/bench.Impl is its plug)")
+	}
+
+	job, launched, err := launch.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	world := f.n
+	if launched {
+		world = job.World
+	} else if f.n < 1 {
+		return usagef("-n must be at least 1, got %d", f.n)
+	}
+	if err := f.cfg.Validate(world); err != nil {
+		return usagef("%v", err)
+	}
+	if f.timeout <= 0 {
+		return usagef("--timeout must be positive, got %v", f.timeout)
+	}
+	if f.cfg.Reference == report.ReferenceMPI && !mpiref.Built {
+		return fmt.Errorf("--reference mpi: %w; or use --reference none", mpiref.ErrNotBuilt)
+	}
+
+	if !launched {
+		if f.cfg.Reference == report.ReferenceMPI {
+			return spawnMPI(ctx, world, args, stdout, stderr)
+		}
+		return spawnSelf(ctx, world, "bench", args, stdout, stderr)
+	}
+	return benchRank(ctx, f, job, stdout, stderr)
+}
+
+// parse turns the flags' strings into the config.
+func (f *benchFlags) parse() error {
+	c := &f.cfg
+	c.Modes = []string{report.ModeWallClock}
+	if c.Backend == "cuda" {
+		c.Modes = []string{report.ModeSynchronised, report.ModePipelined, report.ModeGraph}
+	}
+	if f.dtype == "" {
+		f.dtype = "float32"
+		if c.Backend == "cuda" {
+			f.dtype = "bfloat16"
+		}
+	}
+	var err error
+	if c.DType, err = num.ParseDType(f.dtype); err != nil || !c.DType.Reducible() {
+		return usagef("--dtype %q: want bfloat16, float16, float32 or float64", f.dtype)
+	}
+	if c.Sizes, err = parseSizes(f.sizes); err != nil {
+		return usagef("--size-bytes: %v", err)
+	}
+	for _, name := range strings.Split(f.ops, ",") {
+		c.Ops = append(c.Ops, bench.Op(strings.TrimSpace(name)))
+	}
+	return nil
+}
+
+// spawnMPI runs n local ranks of this same command under mpirun.
+func spawnMPI(ctx context.Context, n int, args []string, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program to start its ranks: %w", err)
+	}
+	cmd, err := mpiref.Command(ctx, n, exe, append([]string{"bench"}, args...), os.Environ())
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("mpirun: %w", err)
+	}
+	return nil
+}
+
+// benchRank is one rank of detcoll bench.
+func benchRank(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr io.Writer) error {
+	var ref bench.Impl
+	if f.cfg.Reference == report.ReferenceMPI {
+		// MPI is initialised for serialized threads: keep its calls, and
+		// the timings, on one thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		w, err := mpiref.Init()
+		if err != nil {
+			return err
+		}
+		defer w.Finalize()
+		if w.Size() != job.World || w.Rank() != job.Rank {
+			return fmt.Errorf("--reference mpi needs ranks started by mpirun: MPI sees rank %d of %d, the %s launcher rank %d of %d",
+				w.Rank(), w.Size(), job.Source, job.Rank, job.World)
+		}
+		ref = bench.NewMPI(w)
+	}
+	if job.Rank == 0 {
+		// Fail now, not after the sweep, if the outputs cannot be written.
+		for _, path := range []string{f.output, f.benchfmt} {
+			if path != "" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	c, err := detcoll.Open(ctx, detcoll.Options{Backend: f.cfg.Backend, Capacity: f.cfg.Capacity(), Timeout: f.timeout})
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	var out bench.Output
+	if c.Rank() == 0 {
+		out = bench.Output{Progress: stderr, Table: stdout}
+		fmt.Fprintf(stderr, "bench: %d ranks, %s backend, %v, reference %s, %d warmup + %d timed samples per row\n",
+			c.WorldSize(), f.cfg.Backend, f.cfg.DType, f.cfg.Reference, f.cfg.Warmup, f.cfg.Iterations)
+	}
+	rep, err := bench.Run(f.cfg, bench.CommGroup(c), bench.NewHost(c), ref, out)
+	if err != nil {
+		c.Abort(err) // peers waiting in a barrier fail now, naming this rank
+		return err
+	}
+	if c.Rank() == 0 {
+		if err := writeBenchOutputs(f, rep, stderr); err != nil {
+			return err
+		}
+	}
+	return c.Close(ctx)
+}
+
+// writeBenchOutputs writes the report and the benchmark lines.
+func writeBenchOutputs(f benchFlags, rep *report.Report, stderr io.Writer) error {
+	if f.output != "" {
+		if err := report.WriteFile(f.output, rep); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s\n", f.output)
+	}
+	if f.benchfmt != "" {
+		file, err := os.Create(f.benchfmt)
+		if err != nil {
+			return err
+		}
+		err = bench.WriteBenchfmt(file, rep)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", f.benchfmt, err)
+		}
+		fmt.Fprintf(stderr, "bench: wrote %s\n", f.benchfmt)
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+// Package bench is the body of "detcoll bench": it times detcoll's
+// collectives against a reference library on the same ranks, the same
+// inputs and the same sizes, and returns a report (internal/report).
+//
+// # Method
+//
+// For each operation and input size, every rank prepares both sides
+// (buffers allocated and filled with non-zero random values, outputs
+// allocated and touched), then takes Warmup untimed and Iterations timed
+// samples per timing mode. Before each sample each side passes its own
+// barrier, so that the ranks start together. Which side runs first
+// alternates from sample to sample (detcoll first on even samples), the
+// order a function of the sample index alone and so the same on every
+// rank: neither side always inherits the other's cache state or the
+// ranks' skew. Afterwards every rank's samples are gathered; a row's time
+// is the slowest rank's median (report.Slowest).
+//
+// # Sides
+//
+// A side is an Impl: detcoll on a backend (Host for cpu), or a reference
+// (MPI for Open MPI). The harness knows nothing of memory or clocks: an
+// Impl allocates its own buffers (host or device) in Prepare and times one
+// sample of a mode in Time. On the cpu backend the one mode is
+// report.ModeWallClock, one call timed by the monotonic clock. The cuda
+// backend's Impls (detcoll's and NCCL's) plug in by implementing the three
+// GPU modes of the performance anchors (report.ModeSynchronised,
+// ModePipelined, ModeGraph) in Time; nothing here changes.
+//
+// Arguments are checked by Config.Validate before any buffer or
+// communicator exists.
+package bench

@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// CPUModel names this host's CPU for reports: the model from
+// /proc/cpuinfo and the CPU count, such as "AMD EPYC (2 CPUs)".
+func CPUModel() string {
+	model := runtime.GOARCH
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if ok && strings.TrimSpace(k) == "model name" && strings.TrimSpace(v) != "" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s (%d CPUs)", model, runtime.NumCPU())
+}
+
+// Commit names the detcoll source a report comes from: DETCOLL_COMMIT when
+// set; else the revision Go stamped into the binary ("-dirty" when the tree
+// had changes); else git describe of the current directory's repository;
+// else "unknown".
+func Commit() string {
+	if c := os.Getenv("DETCOLL_COMMIT"); c != "" {
+		return c
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		var rev, dirty string
+		for _, s := range info.Settings {
+			switch {
+			case s.Key == "vcs.revision":
+				rev = s.Value
+			case s.Key == "vcs.modified" && s.Value == "true":
+				dirty = "-dirty"
+			}
+		}
+		if rev != "" {
+			return rev + dirty
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty", "--abbrev=12").Output()
+	if c := strings.TrimSpace(string(out)); err == nil && c != "" {
+		return c
+	}
+	return "unknown"
+}
+
+// hostname is os.Hostname, or "" when it fails.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -1,0 +1,136 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+)
+
+// Enqueue queues one collective call that base.ValidateDevice accepted on
+// its stream and returns without waiting for the GPU. It returns the
+// communicator's failure, if an earlier kernel or a peer failed, and
+// queues nothing then.
+func (c *Comm) Enqueue(req *base.DeviceRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	if req.Op == base.OpAllReduceStaged {
+		if c.staged < 0 {
+			return base.Invalidf("%v: nothing staged: call StageDevice first", req.Op)
+		}
+		if req.Out[0].Len != c.staged {
+			return base.Invalidf("%v: output has %d bytes but %d were staged", req.Op, req.Out[0].Len, c.staged)
+		}
+	} else if c.staged >= 0 {
+		return base.Invalidf("%v while a staged all-reduce is pending: call AllReduceStagedDevice first", req.Op)
+	}
+	if err := c.launch(req.Op, req.Signature(), c.plan.plan(req), driver.Stream(req.Stream)); err != nil {
+		return err
+	}
+	if req.Op == base.OpAllReduceStaged {
+		c.staged = -1
+	}
+	return nil
+}
+
+// StageDevice queues, on stream s, a wait until every peer has finished
+// reading this rank's staging, and returns the staging's device address
+// for the caller to write n bytes of all-reduce input into (on s, after
+// the wait). AllReduceStagedDevice must follow.
+func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return 0, err
+	}
+	if c.staged < 0 {
+		sig := base.Signature{Op: base.OpAllReduceStaged}
+		if err := c.launch(base.OpAllReduceStaged, sig, []step{c.plan.reserve()}, driver.Stream(s)); err != nil {
+			return 0, err
+		}
+	}
+	c.staged = n
+	return uint64(c.buf + ctrlSize), nil
+}
+
+// launch queues the steps of one call. A failure to queue the first step
+// leaves the protocol as it was and is returned as is; a failure after
+// that leaves this rank half way through a call, which poisons the
+// communicator.
+func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Stream) error {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	args := kernelArgs{
+		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
+		Count: sig.Count, Layout: sig.Layout, Op: uint32(sig.Op), DType: uint32(sig.DType),
+		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
+	}
+	for i, st := range steps {
+		args.Flags, args.Mode, args.NWork = st.flags, st.mode, uint32(len(st.work))
+		args.Work = [maxWork]work{}
+		copy(args.Work[:], st.work)
+		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(st.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}
+		if err := c.fns[st.kernel].Launch(cfg, &args); err != nil {
+			err = fmt.Errorf("cuda: %v: launch %d of %d: %w", op, i+1, len(steps), err)
+			if i > 0 {
+				c.poison(err, true)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Synchronize waits until the work queued on stream s is done and returns
+// the communicator's failure, if any: the way to learn that a call queued
+// earlier failed.
+func (c *Comm) Synchronize(s uintptr) error {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return base.ErrClosed
+	}
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	err := driver.Stream(s).Synchronize()
+	runtime.UnlockOSThread()
+	var r driver.Result
+	if err != nil && errors.As(err, &r) && (r == driver.ResultInvalidHandle || r == driver.ResultInvalidValue) {
+		return fmt.Errorf("%w: cuda: synchronize stream %#x: %w", base.ErrInvalid, s, err)
+	}
+	if err != nil {
+		// A fault in a kernel leaves the context unusable.
+		c.poison(fmt.Errorf("cuda: synchronize: %w", err), true)
+	}
+	return c.Err()
+}
+
+// Do runs a host-memory call. A cuda communicator takes device memory,
+// except for Barrier, which it runs on the legacy default stream and waits
+// for.
+func (c *Comm) Do(req *base.Request) error {
+	if req.Op != base.OpBarrier {
+		return base.Invalidf("%v on host memory: a cuda communicator takes device memory (use the Device calls)", req.Op)
+	}
+	if err := c.Enqueue(&base.DeviceRequest{Op: base.OpBarrier}); err != nil {
+		return err
+	}
+	return c.Synchronize(0)
+}
+
+// Stage refuses: a cuda communicator's staging is device memory
+// (StageDevice).
+func (c *Comm) Stage(n int) ([]byte, error) {
+	return nil, base.Invalidf("Stage of host memory: a cuda communicator's staging is device memory (use StageDevice)")
+}

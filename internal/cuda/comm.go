@@ -1,0 +1,325 @@
+package cuda
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+)
+
+// Config is what the public API passes to Open, with defaults applied.
+type Config struct {
+	Rank, World int
+	// Device is the CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
+	Device int
+	// Capacity is the staging memory of each rank in bytes: the largest
+	// call's input.
+	Capacity int64
+	// Timeout bounds every wait for peers, in the kernels too.
+	Timeout time.Duration
+	// Rendezvous reaches the other ranks; nil when World is 1.
+	Rendezvous base.Rendezvous
+	Logger     *slog.Logger
+}
+
+// Comm is a communicator of the cuda backend. Its methods are safe for
+// concurrent use; calls are serialised, and queue their kernels in the
+// order they are made.
+type Comm struct {
+	rank, world, device int
+	capacity            int64
+	timeout             time.Duration
+	rdv                 base.Rendezvous
+	log                 *slog.Logger
+	plan                planner
+
+	// Set up by Open, released by Close.
+	dev     driver.Device
+	ctx     driver.Context
+	mod     driver.Module
+	fns     [numKernels]driver.Function
+	buf     driver.DevicePtr   // this rank's buffer: control block, then staging
+	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
+	opened  []driver.DevicePtr // what IPCOpenMemHandle returned, to close
+	host    driver.HostMem     // abort word and error record
+	hostDev driver.DevicePtr   // host's device address
+
+	// cause is the first failure; once set every call returns it. It is
+	// written by a call, Err, Abort or the monitor.
+	cause atomic.Pointer[error]
+	told  atomic.Bool // the peers were told of a failure found here
+
+	stopMonitor chan struct{} // closed by Close to end the monitor goroutine
+	monitorDone chan struct{} // closed when the monitor goroutine has exited
+
+	mu     sync.Mutex // serialises calls; guards the fields below
+	staged int        // bytes reserved by Stage and not yet reduced, or -1
+	closed bool
+}
+
+// Open sets up this rank's GPU and maps every peer's buffer. It is
+// collective: every rank calls it with the same capacity, and it returns
+// when every rank has mapped every buffer, or with an error on every rank.
+// Without a CUDA driver or device it returns an error matching
+// base.ErrUnavailable.
+func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
+	if cfg.World > maxWorld {
+		return nil, base.Invalidf("cuda: %d ranks, at most %d", cfg.World, maxWorld)
+	}
+	if err := driver.Load(); err != nil {
+		return nil, fmt.Errorf("%w: cuda: no CUDA driver: %w", base.ErrUnavailable, err)
+	}
+	c = &Comm{
+		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
+		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1,
+		plan: planner{rank: cfg.Rank, world: cfg.World, fusedMax: 64 << 10, block: block},
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if err := c.plan.fromEnv(); err != nil {
+		driver.Unload()
+		return nil, base.Invalidf("%v", err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() {
+		if err != nil {
+			c.release()
+		}
+	}()
+	if err := c.setupDevice(); err != nil {
+		return nil, err
+	}
+	if err := c.setupBuffers(); err != nil {
+		return nil, err
+	}
+	if err := c.mapPeers(ctx); err != nil {
+		return nil, err
+	}
+	table := make([]byte, 8*c.world)
+	for p, ptr := range c.peers {
+		binary.LittleEndian.PutUint64(table[8*p:], uint64(ptr))
+	}
+	if err := driver.MemcpyHtoD(c.buf+offPeers, table); err != nil {
+		return nil, err
+	}
+	// The copies above may still be in flight (pageable memory), and
+	// kernels on other streams do not wait for them.
+	if err := driver.CtxSynchronize(); err != nil {
+		return nil, err
+	}
+	if c.world > 1 {
+		if err := c.rdv.Barrier(ctx, "cuda/mapped"); err != nil {
+			return nil, fmt.Errorf("wait for peers to map their buffers: %w", err)
+		}
+		c.stopMonitor = make(chan struct{})
+		c.monitorDone = make(chan struct{})
+		go c.monitor()
+	}
+	return c, nil
+}
+
+// setupDevice retains the device's primary context, makes it current and
+// loads the kernels.
+func (c *Comm) setupDevice() error {
+	n, err := driver.DeviceCount()
+	if err != nil {
+		return fmt.Errorf("%w: cuda: %w", base.ErrUnavailable, err)
+	}
+	if c.device < 0 || c.device >= n {
+		return fmt.Errorf("%w: cuda: device %d of rank %d: %d devices visible", base.ErrUnavailable, c.device, c.rank, n)
+	}
+	if c.dev, err = driver.DeviceGet(c.device); err != nil {
+		return err
+	}
+	ctx, err := c.dev.PrimaryCtxRetain()
+	if err != nil {
+		return err
+	}
+	c.ctx = ctx
+	if err := c.ctx.SetCurrent(); err != nil {
+		return err
+	}
+	sms, err := c.dev.Attribute(driver.AttrMultiprocessorCount)
+	if err != nil {
+		return err
+	}
+	c.plan.maxGrid = 2 * sms
+	c.mod, c.fns, err = loadKernels(c.dev, c.world)
+	return err
+}
+
+// setupBuffers allocates this rank's buffer and the host-mapped record.
+func (c *Comm) setupBuffers() error {
+	const page = 4096
+	size := ctrlSize + int((c.capacity+page-1)/page*page)
+	var err error
+	if c.buf, err = driver.MemAlloc(size); err != nil {
+		return fmt.Errorf("allocate %d bytes of staging: %w", size, err)
+	}
+	if err := driver.MemsetD8(c.buf, 0, ctrlSize); err != nil {
+		return err
+	}
+	if c.host, err = driver.MemHostAllocMapped(recSize); err != nil {
+		return err
+	}
+	clear(c.host.Bytes())
+	c.hostDev, err = driver.MemHostGetDevicePointer(c.host)
+	return err
+}
+
+// mapPeers exchanges IPC handles, capacities and thresholds through the
+// rendezvous and opens every peer's buffer.
+func (c *Comm) mapPeers(ctx context.Context) error {
+	c.peers = make([]driver.DevicePtr, c.world)
+	c.peers[c.rank] = c.buf
+	if c.world == 1 {
+		return nil
+	}
+	h, err := driver.IPCGetMemHandle(c.buf)
+	if err != nil {
+		return err
+	}
+	// handle, then the buffer's offset inside its allocation (0: it is
+	// one), then the settings every rank must share.
+	settings := fmt.Sprintf("capacity=%d %v", c.capacity, c.plan)
+	mine := append(append(h[:], make([]byte, 8)...), settings...)
+	all, err := c.rdv.AllGather(ctx, "cuda/ipc", mine)
+	if err != nil {
+		return fmt.Errorf("exchange IPC handles: %w", err)
+	}
+	for p, v := range all {
+		if p == c.rank {
+			continue
+		}
+		if len(v) < 72 || string(v[72:]) != settings {
+			return base.Invalidf("rank %d has %q, rank %d has %q: every rank must open with the same options",
+				p, v[min(len(v), 72):], c.rank, settings)
+		}
+		var ph driver.IPCMemHandle
+		copy(ph[:], v)
+		ptr, err := driver.IPCOpenMemHandle(ph)
+		if err != nil {
+			return fmt.Errorf("map rank %d's buffer: %w", p, err)
+		}
+		c.opened = append(c.opened, ptr)
+		c.peers[p] = ptr + driver.DevicePtr(binary.LittleEndian.Uint64(v[64:72]))
+	}
+	return nil
+}
+
+// current locks the calling goroutine to its thread and makes the
+// context current there; the caller defers runtime.UnlockOSThread.
+func (c *Comm) current() error {
+	runtime.LockOSThread()
+	if cur, err := driver.CurrentContext(); err == nil && cur == c.ctx {
+		return nil
+	}
+	return c.ctx.SetCurrent()
+}
+
+// Device returns the CUDA device ordinal of this rank.
+func (c *Comm) Device() int { return c.device }
+
+// Close ends the communicator. When it is healthy, Close is collective:
+// it waits for this rank's kernels to finish, then for every peer to get
+// that far, so that no kernel anywhere still reads this rank's buffer. It
+// then releases everything, whatever happened. On a failed communicator it
+// raises the abort word (so that any spinning kernel exits), waits for the
+// kernels and releases without waiting for peers. Close is idempotent.
+func (c *Comm) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	var err error
+	if c.Err() == nil {
+		if err = driver.CtxSynchronize(); err != nil {
+			c.poison(fmt.Errorf("cuda: close: %w", err), true)
+		} else if err = c.Err(); err == nil && c.world > 1 {
+			if err = c.rdv.Barrier(ctx, "cuda/close"); err != nil {
+				err = fmt.Errorf("close: wait for peers: %w", err)
+			}
+		}
+	}
+	if err != nil || c.Err() != nil {
+		c.raiseAbort(c.Err())
+		driver.CtxSynchronize() // the kernels exit at the abort word
+	}
+	if c.stopMonitor != nil {
+		close(c.stopMonitor)
+		<-c.monitorDone
+	}
+	c.release()
+	return err
+}
+
+// release frees whatever Open set up, on the locked thread with the
+// context current (or none yet).
+func (c *Comm) release() {
+	for _, ptr := range c.opened {
+		driver.IPCCloseMemHandle(ptr)
+	}
+	c.opened, c.peers = nil, nil
+	if c.buf != 0 {
+		driver.MemFree(c.buf)
+		c.buf = 0
+	}
+	if c.host.Len() != 0 {
+		driver.MemFreeHost(c.host)
+		c.host = driver.HostMem{}
+	}
+	if c.mod != 0 {
+		c.mod.Unload()
+		c.mod = 0
+	}
+	if c.ctx != 0 {
+		c.dev.PrimaryCtxRelease()
+		c.ctx = 0
+	}
+	driver.Unload()
+}
+
+// hostWord is the host's atomic view of the word at off of the
+// host-mapped memory (the abort word, the record's valid word).
+func (c *Comm) hostWord(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Add(c.host.Ptr(), off))
+}
+
+// String describes the settings that every rank must share.
+func (p planner) String() string { return "fused<=" + strconv.Itoa(p.fusedMax) }
+
+// envFusedMax overrides the single-kernel threshold, for measuring it. It
+// is a tuning knob, not API.
+const envFusedMax = "DETCOLL_CUDA_FUSED_MAX"
+
+func (p *planner) fromEnv() error {
+	v := os.Getenv(envFusedMax)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%s=%q: want a byte count >= 0", envFusedMax, v)
+	}
+	p.fusedMax = n
+	return nil
+}

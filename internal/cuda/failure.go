@@ -1,0 +1,121 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/base"
+)
+
+// monitorTick is how often the monitor reads the error record, so that a
+// kernel's failure reaches Err and the peers without waiting for the next
+// call.
+const monitorTick = 10 * time.Millisecond
+
+// monitor turns a failure the rendezvous reports (a peer crashed, was
+// killed or failed) into this communicator's failure at once, raising the
+// abort word so that spinning kernels exit; and it reads the error record
+// regularly, so that a kernel's failure is told to the peers.
+func (c *Comm) monitor() {
+	defer close(c.monitorDone)
+	tick := time.NewTicker(monitorTick)
+	defer tick.Stop()
+	done := c.rdv.Done()
+	for {
+		select {
+		case <-done:
+			c.poison(c.rdv.Err(), false)
+			done = nil
+		case <-tick.C:
+			c.refresh()
+		case <-c.stopMonitor:
+			return
+		}
+	}
+}
+
+// Err returns the failure that poisoned the communicator, or nil. It reads
+// the error record first, so a kernel's failure shows as soon as the
+// kernel has recorded it.
+func (c *Comm) Err() error {
+	c.refresh()
+	if p := c.cause.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Abort fails the communicator with cause: pending kernels of this rank
+// exit at the abort word, later calls return the cause, and every peer
+// learns that this rank failed.
+func (c *Comm) Abort(cause error) {
+	c.poison(fmt.Errorf("%w: %w", base.ErrAborted, cause), true)
+}
+
+// refresh reads the error record and, when a kernel has failed, makes that
+// the cause (a mismatch replaces an earlier cause: the signatures say
+// more than a peer's report of them) and tells the peers, once.
+func (c *Comm) refresh() {
+	if c.host.Len() == 0 || c.hostWord(recValid).Load() == 0 {
+		return
+	}
+	rec, ok := decodeRecord(c.host.Bytes(), c.world)
+	if !ok {
+		return
+	}
+	err := rec.err(c.rank, c.timeout)
+	if errors.Is(err, base.ErrMismatch) {
+		if p := c.cause.Load(); p == nil || !errors.Is(*p, base.ErrMismatch) {
+			c.cause.Store(&err)
+		}
+	} else {
+		c.cause.CompareAndSwap(nil, &err)
+	}
+	var re *base.RankError
+	if !errors.As(err, &re) && !c.told.Swap(true) {
+		c.log.Error("communicator failed", "err", err)
+		if c.rdv != nil {
+			c.rdv.Fail(err.Error())
+		}
+	}
+}
+
+// poison records the first failure, tells the peers when this rank is the
+// origin (tell), and raises the abort word so that kernels stop waiting.
+func (c *Comm) poison(err error, tell bool) {
+	if !c.cause.CompareAndSwap(nil, &err) {
+		return
+	}
+	c.log.Error("communicator failed", "err", err)
+	if tell && c.rdv != nil && !c.told.Swap(true) {
+		c.rdv.Fail(err.Error())
+	}
+	c.raiseAbort(err)
+}
+
+// raiseAbort sets the abort word to the status word err implies, which a
+// kernel that stops at it copies into this rank's status word for the
+// peers: who caused the failure.
+func (c *Comm) raiseAbort(err error) {
+	if c.host.Len() == 0 {
+		return
+	}
+	kind, culprit := uint64(statusOwn), c.rank
+	var re *base.RankError
+	switch {
+	case errors.As(err, &re):
+		kind, culprit = statusPeer, re.Rank
+	case errors.Is(err, base.ErrMismatch):
+		kind = statusMismatch
+	}
+	c.hostWord(recAbort).CompareAndSwap(0, statusWord(kind, culprit))
+}
+
+// usable returns why no call can run now, or nil.
+func (c *Comm) usable() error {
+	if c.closed {
+		return base.ErrClosed
+	}
+	return c.Err()
+}

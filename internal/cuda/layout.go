@@ -1,0 +1,97 @@
+package cuda
+
+// The layout of a rank's buffer and of the host-mapped error record, and
+// the kernels' flags, modes and codes. They mirror the #defines of
+// kernels/collective.cu (layout_test.go checks that they agree).
+const (
+	maxWorld = 64  // ranks: the missing-rank mask is one 64-bit word
+	maxWork  = 8   // buffers per launch
+	block    = 512 // threads per block (the kernels' launch bounds)
+
+	offStage        = 0   // last sequence whose input is staged and signed
+	offDone         = 128 // last sequence this rank finished reading its peers for
+	offReduced      = 256 // last sequence whose shard is summed in place
+	offStatus       = 384 // nonzero once the rank failed: statusWord
+	offSig          = 512 // the signature of the staged call, sigWords words
+	sigWords        = 8
+	offClaim        = 640 // the first failing kernel claims the error record
+	offCountStage   = 768 // launch counters of the last-block pattern
+	offCountReduced = 832
+	offCountDone    = 896
+	offPeers        = 1024 // every rank's buffer as mapped by this rank
+	ctrlSize        = 4096 // keeps the staging page aligned
+
+	recAbort   = 0 // raised by the host: a statusWord naming the culprit
+	recValid   = 64
+	recCode    = 72
+	recPhase   = 80
+	recOp      = 88
+	recSeq     = 96
+	recMissing = 104
+	recAux     = 112 // the peer's status word, or the abort word
+	recSigs    = 128 // every rank's signature, sigWords words each
+	recSize    = recSigs + maxWorld*sigWords*8
+
+	shardAlign = 64
+)
+
+// Launch flags: the protocol steps one launch takes.
+const (
+	flagNew     = 1 << iota // seq = own stage + 1: the call is not yet published
+	flagReserve             // wait until every peer's done >= seq-1
+	flagCopyIn              // copy the inputs into the staging
+	flagPublish             // write the signature, stage = seq
+	flagReady               // wait until every peer's stage >= seq, compare signatures
+	flagWaitRed             // wait until every peer's reduced >= seq
+	flagCompute             // produce the outputs (mode)
+	flagReduced             // reduced = seq
+	flagDone                // done = seq
+)
+
+// Compute modes.
+const (
+	modeNone     = iota
+	modeReduce   // out = T(staging[off:]) of every rank
+	modeRShard   // out = T(staging[off + rank*n:]): reduce-scatter
+	modeRInPlace // own staging shard = T(shard of every staging): large all-reduce, phase 1
+	modeGather   // out[p*n:] = staging_p[off:]
+	modeGShards  // out[shard p] = staging_p[shard p]: large all-reduce, phase 2
+	modeBcast    // out = staging_root[off:] on every rank but the root
+)
+
+// Error record codes and phases.
+const (
+	codeTimeout  = 1
+	codeMismatch = 2
+	codePeer     = 3
+	codeAbort    = 4
+
+	phaseReserve = 1
+	phaseReady   = 2
+	phaseReduced = 3
+)
+
+// Status word kinds: kind in the high half, the culprit rank + 1 in the
+// low half, as the cpu backend's.
+const (
+	statusOwn      = 1 // the rank failed by itself (timeout, abort)
+	statusMismatch = 2 // the rank found the signatures differ
+	statusPeer     = 3 // the rank failed because the culprit did
+)
+
+func statusWord(kind uint64, culprit int) uint64 { return kind<<32 | uint64(culprit+1) }
+
+// work is one buffer of a launch. It must match struct Work of the kernels.
+type work struct {
+	In, Out, Bytes, Off uint64
+}
+
+// kernelArgs is the kernels' one parameter. It must match struct Args of
+// the kernels field for field (Go lays it out as C does).
+type kernelArgs struct {
+	Self, Host, Timeout      uint64
+	Count, Layout            uint64
+	Op, DType, Root, NBuf    uint32
+	Rank, Flags, Mode, NWork uint32
+	Work                     [maxWork]work
+}

@@ -1,0 +1,112 @@
+package cuda
+
+import (
+	"testing"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/num"
+)
+
+func testPlanner(rank, world int) planner {
+	return planner{rank: rank, world: world, fusedMax: 64 << 10, block: 512, maxGrid: 264}
+}
+
+func buf(addr uint64, n int) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr, Len: n}} }
+
+// TestPlanPaths checks which launches each call gets: every call
+// publishes its stage exactly once, waits for the peers' stage exactly
+// once, publishes done last, and its first launch starts a new call.
+func TestPlanPaths(t *testing.T) {
+	many := func(op base.Op, k, n, w int) *base.DeviceRequest {
+		r := &base.DeviceRequest{Op: op, DType: num.Float32Type}
+		for i := range k {
+			in, out := n, n*w
+			if op == base.OpReduceScatterMany {
+				in, out = n*w, n
+			}
+			r.In = append(r.In, base.DeviceBuf{Addr: uint64(1<<30 + i<<24), Len: in})
+			r.Out = append(r.Out, base.DeviceBuf{Addr: uint64(1<<32 + i<<24), Len: out})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *base.DeviceRequest
+		world int
+		modes []uint32
+	}{
+		{"small all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 2, []uint32{modeReduce}},
+		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
+		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeNone, modeReduce}},
+		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
+		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []uint32{modeReduce}},
+		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 32<<10), Out: buf(1<<20, 64<<10)}, 2, []uint32{modeGather}},
+		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 32<<10+1), Out: buf(1<<20, 64<<10+2)}, 2, []uint32{modeNone, modeGather}},
+		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []uint32{modeNone}},
+		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []uint32{modeNone, modeNone, modeRShard, modeRShard}},
+		{"gather many, fused", many(base.OpAllGatherMany, 8, 64, 4), 4, []uint32{modeGather}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := testPlanner(0, tc.world).plan(tc.req)
+			if len(steps) != len(tc.modes) {
+				t.Fatalf("%d launches, want %d: %+v", len(steps), len(tc.modes), steps)
+			}
+			count := map[uint32]int{}
+			for i, s := range steps {
+				if s.mode != tc.modes[i] {
+					t.Errorf("launch %d: mode %d, want %d", i, s.mode, tc.modes[i])
+				}
+				if s.grid < 1 || s.grid > 264 {
+					t.Errorf("launch %d: grid %d", i, s.grid)
+				}
+				if len(s.work) > maxWork {
+					t.Errorf("launch %d: %d buffers", i, len(s.work))
+				}
+				for f := uint32(1); f <= flagDone; f <<= 1 {
+					if s.flags&f != 0 {
+						count[f]++
+					}
+				}
+			}
+			if steps[0].flags&flagNew == 0 {
+				t.Errorf("first launch does not start a new call: %#x", steps[0].flags)
+			}
+			if last := steps[len(steps)-1]; last.flags&flagDone == 0 {
+				t.Errorf("last launch does not publish done: %#x", last.flags)
+			}
+			staged := tc.req.Op == base.OpAllReduceStaged
+			if count[flagPublish] != 1 || count[flagReady] != 1 || count[flagDone] != 1 || (count[flagReserve] != 1) == !staged {
+				t.Errorf("flags per call: %v", count)
+			}
+			for i, s := range steps {
+				publishedBefore := false
+				for _, p := range steps[:i] {
+					publishedBefore = publishedBefore || p.flags&flagPublish != 0
+				}
+				if (s.flags&flagNew != 0) == publishedBefore {
+					t.Errorf("launch %d: NEW is %v, but the call was published before it: %v", i, s.flags&flagNew != 0, publishedBefore)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanBroadcastCopiesOnlyAtRoot: only the root stages its buffer.
+func TestPlanBroadcastCopiesOnlyAtRoot(t *testing.T) {
+	for rank := range 3 {
+		req := &base.DeviceRequest{Op: base.OpBroadcast, DType: num.Uint8Type, Root: 1, In: buf(4096, 100), Out: buf(4096, 100)}
+		s := testPlanner(rank, 3).plan(req)
+		if got := s[0].work[0].In != 0; got != (rank == 1) {
+			t.Errorf("rank %d copies in: %v", rank, got)
+		}
+	}
+}
+
+func TestPlanGrid(t *testing.T) {
+	p := testPlanner(0, 2)
+	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {8192, 1}, {8193, 2}, {1 << 30, 264}} {
+		if got := p.grid(tc.n, false); got != tc.want {
+			t.Errorf("grid(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}

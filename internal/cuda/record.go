@@ -1,0 +1,85 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/num"
+)
+
+// record is a failure as a kernel wrote it into the host-mapped error
+// record.
+type record struct {
+	code, phase uint64
+	op          base.Op
+	seq         uint64
+	missing     uint64 // bit p: rank p had not arrived (timeouts)
+	aux         uint64 // the peer's status word (codePeer) or the abort word (codeAbort)
+	sigs        []base.Signature
+}
+
+// decodeRecord reads the error record in mem (recSize bytes, little
+// endian as the GPU writes it). ok is false while no kernel has failed. The
+// caller has read the valid word with an atomic load first, so that the
+// fields, written before it, are complete.
+func decodeRecord(mem []byte, world int) (r record, ok bool) {
+	word := func(off int) uint64 { return binary.LittleEndian.Uint64(mem[off:]) }
+	if word(recValid) == 0 {
+		return record{}, false
+	}
+	r = record{
+		code: word(recCode), phase: word(recPhase), op: base.Op(word(recOp)),
+		seq: word(recSeq), missing: word(recMissing), aux: word(recAux),
+		sigs: make([]base.Signature, world),
+	}
+	for p := range r.sigs {
+		w := func(k int) uint64 { return word(recSigs + 8*(p*sigWords+k)) }
+		r.sigs[p] = base.Signature{
+			Op: base.Op(w(0)), DType: num.DType(w(1)), Count: w(2), Root: uint32(w(3)),
+			Buffers: uint32(w(4)), Layout: w(5), Seq: w(6),
+		}
+	}
+	return r, true
+}
+
+var phaseNames = map[uint64]string{
+	phaseReserve: "waiting for peers to release the staging memory",
+	phaseReady:   "waiting for peers to stage their inputs",
+	phaseReduced: "waiting for peers' reduced shards",
+}
+
+var statusReasons = map[uint64]string{
+	statusOwn:      "failed (timeout or abort)",
+	statusMismatch: "found that the ranks called different collectives",
+	statusPeer:     "failed because a peer did",
+}
+
+// err turns the record into the error the cpu backend would return for
+// the same failure: a *base.TimeoutError, a *base.MismatchError, or a
+// *base.RankError naming the rank that caused it. rank is this rank.
+func (r record) err(rank int, timeout time.Duration) error {
+	switch r.code {
+	case codeTimeout:
+		var missing []int
+		for m := r.missing; m != 0; m &= m - 1 {
+			missing = append(missing, bits.TrailingZeros64(m))
+		}
+		return &base.TimeoutError{Op: r.op, Seq: r.seq, Phase: phaseNames[r.phase], Missing: missing, After: timeout}
+	case codeMismatch:
+		return &base.MismatchError{Signatures: r.sigs}
+	case codePeer, codeAbort:
+		kind, culprit := r.aux>>32, int(r.aux&0xFFFFFFFF)-1
+		if r.code == codeAbort && culprit == rank {
+			return fmt.Errorf("%w: %v #%d: a kernel stopped at the abort word", base.ErrAborted, r.op, r.seq)
+		}
+		reason := statusReasons[kind]
+		if reason == "" {
+			reason = fmt.Sprintf("status %#x", r.aux)
+		}
+		return &base.RankError{Rank: culprit, Reason: fmt.Sprintf("%s (seen by rank %d's kernel in %v #%d)", reason, rank, r.op, r.seq), Err: base.ErrPeerLost}
+	}
+	return fmt.Errorf("%w: a kernel recorded unknown failure code %d in %v #%d", base.ErrPeerLost, r.code, r.op, r.seq)
+}

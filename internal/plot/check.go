@@ -1,0 +1,147 @@
+package plot
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/detcoll/detcoll/internal/report"
+)
+
+// Input is one report and where it came from (for messages).
+type Input struct {
+	Name   string // the file's path
+	Report *report.Report
+}
+
+// Request is one figure: the i-th before report pairs with the i-th after
+// report.
+type Request struct {
+	Before, After []Input
+	Operation     string
+	// Mode is the timing mode drawn; "" means the one mode every report
+	// has (an error when they have several).
+	Mode string
+}
+
+// Check reports every reason req cannot be drawn, joined, or nil.
+func Check(req Request) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch {
+	case len(req.Before) == 0 && len(req.After) == 0:
+		add("no reports: give --before and --after")
+	case len(req.Before) != len(req.After):
+		add("%d before reports but %d after reports: they pair up in order, one pair per world size", len(req.Before), len(req.After))
+	}
+	if req.Operation == "" {
+		add("no operation")
+	}
+	all := append(slices.Clone(req.Before), req.After...)
+	for _, in := range all {
+		if err := in.Report.Validate(); err != nil {
+			add("%s: %v", in.Name, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	mode, err := resolveMode(req.Mode, all)
+	if err != nil {
+		return err
+	}
+	worlds := map[int]string{}
+	for i := range req.Before {
+		errs = append(errs, checkPair(req.Before[i], req.After[i], req.Operation, mode)...)
+		w := req.After[i].Report.Meta.WorldSize
+		if prev, ok := worlds[w]; ok {
+			add("world size %d twice: %s and %s (one pair per world size)", w, prev, req.After[i].Name)
+		}
+		worlds[w] = req.After[i].Name
+	}
+	return errors.Join(errs...)
+}
+
+// resolveMode returns the mode to draw: the one asked for, or the only
+// mode of every report.
+func resolveMode(mode string, all []Input) (string, error) {
+	if mode != "" {
+		return mode, nil
+	}
+	var modes []string
+	for _, in := range all {
+		for _, m := range in.Report.Meta.Modes {
+			if !slices.Contains(modes, m) {
+				modes = append(modes, m)
+			}
+		}
+	}
+	if len(modes) != 1 {
+		return "", fmt.Errorf("the reports have timing modes %v: choose one with --mode", modes)
+	}
+	return modes[0], nil
+}
+
+// checkPair compares a before and an after report field by field and
+// checks that both have rows of op and mode, at the same sizes, with
+// times a log scale can show.
+func checkPair(before, after Input, op, mode string) []error {
+	var errs []error
+	b, a := &before.Report.Meta, &after.Report.Meta
+	differ := func(what string, x, y any) {
+		if x != y {
+			errs = append(errs, fmt.Errorf("%s and %s differ in %s: %v before, %v after", before.Name, after.Name, what, x, y))
+		}
+	}
+	differ("world size", b.WorldSize, a.WorldSize)
+	differ("backend", b.Backend, a.Backend)
+	differ("dtype", b.DType, a.DType)
+	differ("device", b.Device, a.Device)
+	differ("driver version", b.DriverVersion, a.DriverVersion)
+	differ("CUDA version", b.CUDAVersion, a.CUDAVersion)
+	differ("NCCL version", b.NCCLVersion, a.NCCLVersion)
+	differ("MPI version", b.MPIVersion, a.MPIVersion)
+	differ("Go version", b.GoVersion, a.GoVersion)
+	differ("warmup", b.Warmup, a.Warmup)
+	differ("iterations", b.Iterations, a.Iterations)
+
+	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
+	for _, s := range []struct {
+		in   Input
+		rows []report.Row
+	}{{before, bs}, {after, as}} {
+		if len(s.rows) == 0 {
+			errs = append(errs, fmt.Errorf("%s has no rows of %s in mode %s", s.in.Name, op, mode))
+		}
+		for _, r := range s.rows {
+			if r.DetcollUS <= 0 || (s.in.Report.Meta.Reference != report.ReferenceNone && r.ReferenceUS <= 0) {
+				errs = append(errs, fmt.Errorf("%s: %s at %d bytes has a time of 0, which a log scale cannot show", s.in.Name, op, r.InputBytesPerRank))
+			}
+		}
+	}
+	if len(bs) > 0 && len(as) > 0 && !slices.Equal(sizes(bs), sizes(as)) {
+		errs = append(errs, fmt.Errorf("%s and %s differ in the sizes of %s: %v before, %v after", before.Name, after.Name, op, sizes(bs), sizes(as)))
+	}
+	return errs
+}
+
+// selectRows returns r's rows of op in mode, by size.
+func selectRows(r *report.Report, op, mode string) []report.Row {
+	var rows []report.Row
+	for _, row := range r.Rows {
+		if row.Operation == op && row.Mode == mode {
+			rows = append(rows, row)
+		}
+	}
+	slices.SortFunc(rows, func(x, y report.Row) int { return cmp.Compare(x.InputBytesPerRank, y.InputBytesPerRank) })
+	return rows
+}
+
+func sizes(rows []report.Row) []int64 {
+	s := make([]int64, len(rows))
+	for i, r := range rows {
+		s[i] = r.InputBytesPerRank
+	}
+	return s
+}

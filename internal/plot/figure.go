@@ -1,0 +1,216 @@
+package plot
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/detcoll/detcoll/internal/report"
+)
+
+// Panel size, columns per row, and the PNG's resolution.
+const (
+	panelWidth  = 6 * vg.Inch
+	panelHeight = 5 * vg.Inch
+	maxCols     = 3
+	pngDPI      = 150
+)
+
+// Colours: before orange, after blue, the reference grey and dashed.
+var (
+	beforeColor    = color.RGBA{R: 230, G: 120, B: 0, A: 255}
+	afterColor     = color.RGBA{R: 0, G: 90, B: 180, A: 255}
+	referenceColor = color.RGBA{R: 110, G: 110, B: 110, A: 255}
+)
+
+// Write checks req (see Check) and only then draws it and writes the
+// figure to pngPath and svgPath, creating their directories.
+func Write(req Request, pngPath, svgPath string) error {
+	if err := Check(req); err != nil {
+		return err
+	}
+	mode, _ := resolveMode(req.Mode, append(append([]Input(nil), req.Before...), req.After...))
+	panels := make([]*gplot.Plot, len(req.Before))
+	for i := range panels {
+		p, err := panel(req.Before[i], req.After[i], req.Operation, mode)
+		if err != nil {
+			return err
+		}
+		panels[i] = p
+	}
+	cols := min(len(panels), maxCols)
+	rows := (len(panels) + cols - 1) / cols
+	grid := make([][]*gplot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*gplot.Plot, cols)
+		for c := range grid[r] {
+			if i := r*cols + c; i < len(panels) {
+				grid[r][c] = panels[i]
+			}
+		}
+	}
+	w, h := vg.Length(cols)*panelWidth, vg.Length(rows)*panelHeight
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI))
+	svg := vgsvg.New(w, h)
+	for _, c := range []vg.Canvas{img, svg} {
+		drawGrid(grid, draw.New(c))
+	}
+	if err := writeFile(pngPath, vgimg.PngCanvas{Canvas: img}.WriteTo); err != nil {
+		return err
+	}
+	return writeFile(svgPath, svg.WriteTo)
+}
+
+func drawGrid(grid [][]*gplot.Plot, dc draw.Canvas) {
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := gplot.Align(grid, tiles, dc)
+	for r := range grid {
+		for c, p := range grid[r] {
+			if p != nil {
+				p.Draw(canvases[r][c])
+			}
+		}
+	}
+}
+
+// panel draws one pair: detcoll before and after, and the after report's
+// reference.
+func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
+	m := &after.Report.Meta
+	p := gplot.New()
+	p.Title.Text = fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.Device, m.DType, mode, versions(m))
+	p.X.Label.Text = "input bytes per rank"
+	p.Y.Label.Text = "us per call, slowest rank's median (lower is better)"
+	p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
+	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = true, true
+
+	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
+	var ticks gplot.ConstantTicks
+	for _, r := range as {
+		ticks = append(ticks, gplot.Tick{Value: float64(r.InputBytesPerRank), Label: report.SizeLabel(r.InputBytesPerRank)})
+	}
+	p.X.Tick.Marker = ticks
+
+	lines := []struct {
+		label  string
+		rows   []report.Row
+		ref    bool
+		color  color.Color
+		dashes []vg.Length
+	}{
+		{"before: detcoll " + before.Report.Meta.Commit, bs, false, beforeColor, nil},
+		{"after: detcoll " + m.Commit, as, false, afterColor, nil},
+	}
+	if m.Reference != report.ReferenceNone {
+		lines = append(lines, struct {
+			label  string
+			rows   []report.Row
+			ref    bool
+			color  color.Color
+			dashes []vg.Length
+		}{referenceLabel(m) + " (after run)", as, true, referenceColor, []vg.Length{vg.Points(5), vg.Points(3)}})
+	}
+	for _, l := range lines {
+		xys := make(plotter.XYs, len(l.rows))
+		for i, r := range l.rows {
+			xys[i].X, xys[i].Y = float64(r.InputBytesPerRank), r.DetcollUS
+			if l.ref {
+				xys[i].Y = r.ReferenceUS
+			}
+		}
+		line, points, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot: %s: %w", l.label, err)
+		}
+		line.Color, line.Dashes, line.Width = l.color, l.dashes, vg.Points(1.5)
+		points.Color, points.Radius = l.color, vg.Points(2.5)
+		p.Add(line, points)
+		p.Legend.Add(l.label, line, points)
+	}
+	return p, nil
+}
+
+// referenceLabel names the reference with its version: "Open MPI v4.1.4
+// (float32)", "NCCL 2.28.3".
+func referenceLabel(m *report.Meta) string {
+	var s string
+	switch m.Reference {
+	case report.ReferenceMPI:
+		s, _, _ = strings.Cut(m.MPIVersion, ",")
+		if s == "" {
+			s = "MPI"
+		}
+	case report.ReferenceNCCL:
+		s = strings.TrimSpace("NCCL " + m.NCCLVersion)
+	default:
+		s = m.Reference
+	}
+	if m.ReferenceDType != "" {
+		s += " (" + m.ReferenceDType + ")"
+	}
+	return s
+}
+
+// versions lists the versions that apply, for the panel's title.
+func versions(m *report.Meta) string {
+	parts := []string{m.GoVersion}
+	for _, v := range []struct{ name, value string }{
+		{"driver", m.DriverVersion}, {"CUDA", m.CUDAVersion}, {"NCCL", m.NCCLVersion},
+	} {
+		if v.value != "" {
+			parts = append(parts, v.name+" "+v.value)
+		}
+	}
+	if mpi, _, _ := strings.Cut(m.MPIVersion, ","); mpi != "" {
+		parts = append(parts, mpi)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeFile creates path (and its directory) and writes it with write.
+func writeFile(path string, write func(w io.Writer) (int64, error)) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("plot: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// OutputPaths returns the PNG and SVG paths of an --output argument:
+// "fig.png", "fig.svg" or "fig" all give fig.png and fig.svg.
+func OutputPaths(path string) (pngPath, svgPath string, err error) {
+	stem := path
+	switch ext := filepath.Ext(path); ext {
+	case ".png", ".svg":
+		stem = strings.TrimSuffix(path, ext)
+	case "":
+	default:
+		return "", "", fmt.Errorf("output %q: want a path ending in .png or .svg (both are written), or none", path)
+	}
+	if stem == "" || strings.HasSuffix(stem, string(filepath.Separator)) {
+		return "", "", fmt.Errorf("output %q: no file name", path)
+	}
+	return stem + ".png", stem + ".svg", nil
+}

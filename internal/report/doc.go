@@ -1,0 +1,17 @@
+// Package report is the JSON report of "detcoll bench", read by "detcoll
+// plot" and by anyone comparing runs: what ran where (metadata) and, per
+// operation, input size and timing mode, the slowest rank's median time of
+// detcoll and of the reference, with every rank's samples.
+//
+// A report is plain data. Write refuses, and Read rejects, a report that
+// is not self-consistent: a wrong kind or schema version, unknown fields,
+// missing metadata, rows whose samples do not match the world size and the
+// iteration count, or medians that are not the ones the samples give. So a
+// report that reads is one a plot may trust.
+//
+// # Statistics
+//
+// Each rank's samples of a row reduce to their median; the row's time is
+// the largest of those medians, the slowest rank's (see Median and
+// Slowest). A collective ends for the job when its slowest rank ends.
+package report

@@ -1,0 +1,98 @@
+package report
+
+import "encoding/json"
+
+// Kind and SchemaVersion identify the format. A change that old readers
+// would misread bumps SchemaVersion; Read refuses versions it does not know.
+const (
+	Kind          = "detcoll_bench"
+	SchemaVersion = 1
+)
+
+// The timing modes. The cpu backend times each call by the monotonic
+// clock; the cuda backend reports the three modes of the performance
+// anchors: device events around one call with the host waiting for each
+// (synchronised), many calls enqueued back to back between two events
+// (pipelined), and many calls replayed from one CUDA graph (graph). The
+// last two are per call: the span divided by the calls in it.
+const (
+	ModeWallClock    = "wall_clock"
+	ModeSynchronised = "synchronised"
+	ModePipelined    = "pipelined"
+	ModeGraph        = "graph"
+)
+
+// Modes lists every timing mode a report may hold.
+var Modes = []string{ModeWallClock, ModeSynchronised, ModePipelined, ModeGraph}
+
+// The references a report may compare detcoll with.
+const (
+	ReferenceNone = "none"
+	ReferenceMPI  = "mpi"  // Open MPI, on the cpu backend
+	ReferenceNCCL = "nccl" // NCCL, on the cuda backend
+)
+
+// Report is one run of detcoll bench.
+type Report struct {
+	Kind          string `json:"kind"`
+	SchemaVersion int    `json:"schema_version"`
+	Meta          Meta   `json:"metadata"`
+	Rows          []Row  `json:"rows"`
+}
+
+// Meta says what ran, where and how. Version fields that do not apply to
+// the run (CUDA on the cpu backend, MPI without the MPI reference) are
+// empty, never absent.
+type Meta struct {
+	WorldSize int    `json:"world_size"`
+	DType     string `json:"dtype"`   // element type of detcoll's calls: bfloat16, float16, float32, float64
+	Backend   string `json:"backend"` // cpu or cuda
+	// Device is the CPU model (and CPU count) on the cpu backend, the GPU's
+	// name on cuda.
+	Device        string `json:"device"`
+	DriverVersion string `json:"driver_version"`
+	CUDAVersion   string `json:"cuda_version"`
+	NCCLVersion   string `json:"nccl_version"`
+	MPIVersion    string `json:"mpi_version"`
+
+	// Reference is what detcoll is compared with: ReferenceMPI,
+	// ReferenceNCCL or ReferenceNone (then rows hold no reference times).
+	Reference string `json:"reference"`
+	// ReferenceDType is the element type the reference reduced in, when it
+	// differs from DType (Open MPI has no bfloat16 or float16: it sums
+	// float32 of the same element count); empty when the same.
+	ReferenceDType string `json:"reference_dtype"`
+	// Notes are free text on how to read the numbers (such as the above).
+	Notes []string `json:"notes"`
+
+	GoVersion  string   `json:"go_version"`
+	Commit     string   `json:"commit"` // detcoll's; "unknown" when no source says
+	Warmup     int      `json:"warmup"` // untimed samples before the timed ones, per row and mode
+	Iterations int      `json:"iterations"`
+	Modes      []string `json:"timing_modes"`
+	Seed       uint64   `json:"seed"` // of the random inputs
+	Date       string   `json:"date"` // start of the run, UTC, RFC 3339
+	Hostname   string   `json:"hostname"`
+	// Options is detcoll.Options of the run as JSON (an object).
+	Options json.RawMessage `json:"options"`
+}
+
+// Row is one operation at one input size in one timing mode.
+type Row struct {
+	Operation string `json:"operation"` // all_reduce, reduce_scatter, all_gather, ...
+	Mode      string `json:"mode"`
+	// InputBytesPerRank is what each rank passes in: for reduce-scatter
+	// the whole input, the world size times the output.
+	InputBytesPerRank int64 `json:"input_bytes_per_rank"`
+
+	// DetcollUS and ReferenceUS are the slowest rank's median time per
+	// call in microseconds: Slowest of the samples. ReferenceUS is 0 when
+	// the report has no reference.
+	DetcollUS   float64 `json:"detcoll_us"`
+	ReferenceUS float64 `json:"reference_us"`
+	// DetcollSamplesUS[r] holds rank r's timed samples in microseconds,
+	// Iterations of them, in the order taken; likewise ReferenceSamplesUS,
+	// which is empty when the report has no reference.
+	DetcollSamplesUS   [][]float64 `json:"detcoll_samples_us"`
+	ReferenceSamplesUS [][]float64 `json:"reference_samples_us"`
+}
