@@ -23,6 +23,36 @@ func init() {
 	roles["close"] = roleClose
 	roles["reopen"] = roleReopen
 	roles["abort"] = roleAbort
+	roles["closectx"] = roleCloseCtx
+}
+
+// roleCloseCtx: rank 1 is slow to close; rank 0's Close gives up when its
+// ctx ends, with ctx's error, and still releases everything.
+func roleCloseCtx() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	if c.Rank() == 1 {
+		time.Sleep(2 * time.Second)
+		c.Close(ctx) // rank 0 has gone: whatever this says is fine
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = c.Close(cctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("Close with an expiring ctx: got %v, want context.DeadlineExceeded", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		return fmt.Errorf("Close took %v after its ctx ended", took)
+	}
+	if err := c.Barrier(); !errors.Is(err, detcoll.ErrClosed) {
+		return fmt.Errorf("call after Close: got %v, want ErrClosed", err)
+	}
+	return nil
 }
 
 // roleAbort: rank 1 aborts from another goroutine while its call waits for
@@ -323,6 +353,10 @@ func TestKilledRankFailsEveryRankPromptly(t *testing.T) {
 
 func TestCloseIsAcknowledged(t *testing.T) {
 	ranktest.RequireOK(t, ranktest.Run(t, 3, "close", time.Minute))
+}
+
+func TestCloseHonoursContext(t *testing.T) {
+	ranktest.RequireOK(t, ranktest.Run(t, 2, "closectx", time.Minute, "TEST_TIMEOUT_MS=20000"))
 }
 
 func TestAbort(t *testing.T) {

@@ -108,7 +108,10 @@ func Run(t *testing.T, world int, role string, timeout time.Duration, env ...str
 		cmd.Stderr = cmd.Stdout
 		cmd.WaitDelay = 5 * time.Second
 		if err := cmd.Start(); err != nil {
-			cancel()
+			cancel() // kills the ranks already started...
+			for _, started := range cmds[:r] {
+				started.Wait() // ...and reaps them
+			}
 			t.Fatalf("start rank %d: %v", r, err)
 		}
 		cmds[r] = cmd
