@@ -22,6 +22,49 @@ func init() {
 	roles["device-skip"] = roleDeviceSkip
 	roles["device-kill"] = roleDeviceKill
 	roles["device-badinput"] = roleDeviceBadInput
+	roles["device-abort"] = roleDeviceAbort
+}
+
+// roleDeviceAbort: rank 1 aborts from another goroutine while its kernel
+// waits for rank 0; the kernel exits, Synchronize returns ErrAborted with
+// the cause, and rank 0's next call fails naming rank 1.
+func roleDeviceAbort() error {
+	ctx := context.Background()
+	c, g, err := openGPURank(ctx)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	defer c.Close(ctx)
+	buf := detcoll.DevicePtr(g.alloc(64))
+	cause := errors.New("the user gave up")
+	if c.Rank() == 1 {
+		time.AfterFunc(100*time.Millisecond, func() { c.Abort(cause) })
+		start := time.Now()
+		if err := c.AllReduceDevice(buf, buf, 16, detcoll.TypeFloat32, 0); err != nil {
+			return err
+		}
+		err := c.Synchronize(0)
+		if !errors.Is(err, detcoll.ErrAborted) || !errors.Is(err, cause) {
+			return fmt.Errorf("aborted call: got %v, want ErrAborted wrapping the cause", err)
+		}
+		if took := time.Since(start); took > time.Second {
+			return fmt.Errorf("aborted call returned after %v", took)
+		}
+		fmt.Printf("rank 1: Synchronize returned after %v: %v\n", time.Since(start).Round(time.Millisecond), err)
+		return nil
+	}
+	time.Sleep(400 * time.Millisecond)
+	err = c.AllReduceDevice(buf, buf, 16, detcoll.TypeFloat32, 0)
+	if err == nil {
+		err = c.Synchronize(0)
+	}
+	var re *detcoll.RankError
+	if !errors.As(err, &re) || re.Rank != 1 {
+		return fmt.Errorf("got %v, want a *RankError naming rank 1", err)
+	}
+	fmt.Printf("rank 0: %v\n", err)
+	return nil
 }
 
 // graphOp is one call of the graph test: its buffers and expected output.
@@ -241,8 +284,11 @@ func roleDeviceSkip() error {
 	w, rank := c.WorldSize(), c.Rank()
 	if rank == w-1 {
 		time.Sleep(3 * time.Second)
-		if err := c.Barrier(); !errors.Is(err, detcoll.ErrPeerLost) {
-			return fmt.Errorf("skipper's next call: got %v, want ErrPeerLost", err)
+		// By now the others have timed out waiting for this rank and
+		// said so.
+		var re *detcoll.RankError
+		if err := c.Barrier(); !errors.Is(err, detcoll.ErrTimeout) || !errors.As(err, &re) || re.Rank != rank {
+			return fmt.Errorf("skipper's next call: got %v, want a timeout naming this rank", err)
 		}
 		return nil
 	}
@@ -343,7 +389,7 @@ func roleDeviceBadInput() error {
 		"int sum":          func() error { return c.AllReduceDevice(p, p+4096, 10, detcoll.TypeInt32, 0) },
 		"unknown type":     func() error { return c.AllGatherDevice(p, p+4096, 10, detcoll.DType(0), 0) },
 		"reduce-scatter overlap": func() error {
-			return c.ReduceScatterDevice(p, p, 10, f32, 0)
+			return c.ReduceScatterDevice(p, p+4, 10, f32, 0) // overlapping, not this rank's share
 		},
 		"gather into another slot": func() error {
 			return c.AllGatherDevice(p+detcoll.DevicePtr(((c.Rank()+1)%w)*10+boolInt(w == 1)), p, 10, u8, 0)
@@ -447,6 +493,13 @@ func TestDeviceKilledRankGPU(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("survivor took %v to fail, want < 1s", took)
 	}
+}
+
+func TestDeviceAbortGPU(t *testing.T) {
+	requireGPUs(t, 2)
+	res := ranktest.Run(t, 2, "device-abort", time.Minute, "TEST_TIMEOUT_MS=20000")
+	ranktest.RequireOK(t, res)
+	t.Logf("said: %s | %s", strings.TrimSpace(res[0].Output), strings.TrimSpace(res[1].Output))
 }
 
 func TestDeviceBadInputGPU(t *testing.T) {

@@ -72,14 +72,14 @@ type Comm struct {
 // when every rank has mapped every buffer, or with an error on every rank.
 // Without a CUDA driver or device it returns an error matching
 // base.ErrUnavailable.
-func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
+func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	if cfg.World > maxWorld {
 		return nil, base.Invalidf("cuda: %d ranks, at most %d", cfg.World, maxWorld)
 	}
 	if err := driver.Load(); err != nil {
 		return nil, fmt.Errorf("%w: cuda: no CUDA driver: %w", base.ErrUnavailable, err)
 	}
-	c = &Comm{
+	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
 		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1,
 		plan: planner{rank: cfg.Rank, world: cfg.World, fusedMax: 64 << 10, block: block},
@@ -93,8 +93,9 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	ok := false
 	defer func() {
-		if err != nil {
+		if !ok {
 			c.release()
 		}
 	}()
@@ -127,6 +128,7 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 		c.monitorDone = make(chan struct{})
 		go c.monitor()
 	}
+	ok = true
 	return c, nil
 }
 

@@ -76,7 +76,7 @@ func (c *Comm) refresh() {
 	if !errors.As(err, &re) && !c.told.Swap(true) {
 		c.log.Error("communicator failed", "err", err)
 		if c.rdv != nil {
-			c.rdv.Fail(err.Error())
+			c.rdv.Fail(base.FailureOf(err, c.rank).Encode())
 		}
 	}
 }
@@ -89,27 +89,19 @@ func (c *Comm) poison(err error, tell bool) {
 	}
 	c.log.Error("communicator failed", "err", err)
 	if tell && c.rdv != nil && !c.told.Swap(true) {
-		c.rdv.Fail(err.Error())
+		c.rdv.Fail(base.FailureOf(err, c.rank).Encode())
 	}
 	c.raiseAbort(err)
 }
 
-// raiseAbort sets the abort word to the status word err implies, which a
-// kernel that stops at it copies into this rank's status word for the
-// peers: who caused the failure.
+// raiseAbort sets the abort word to the status word of err (its kind and
+// culprit), which a kernel that stops at it copies into this rank's status
+// word for the peers.
 func (c *Comm) raiseAbort(err error) {
 	if c.host.Len() == 0 {
 		return
 	}
-	kind, culprit := uint64(statusOwn), c.rank
-	var re *base.RankError
-	switch {
-	case errors.As(err, &re):
-		kind, culprit = statusPeer, re.Rank
-	case errors.Is(err, base.ErrMismatch):
-		kind = statusMismatch
-	}
-	c.hostWord(recAbort).CompareAndSwap(0, statusWord(kind, culprit))
+	c.hostWord(recAbort).CompareAndSwap(0, statusWord(base.FailureOf(err, c.rank)))
 }
 
 // usable returns why no call can run now, or nil.

@@ -1,5 +1,7 @@
 package cuda
 
+import "github.com/detcoll/detcoll/internal/base"
+
 // The layout of a rank's buffer and of the host-mapped error record, and
 // the kernels' flags, modes and codes. They mirror the #defines of
 // kernels/collective.cu (layout_test.go checks that they agree).
@@ -71,15 +73,15 @@ const (
 	phaseReduced = 3
 )
 
-// Status word kinds: kind in the high half, the culprit rank + 1 in the
-// low half, as the cpu backend's.
-const (
-	statusOwn      = 1 // the rank failed by itself (timeout, abort)
-	statusMismatch = 2 // the rank found the signatures differ
-	statusPeer     = 3 // the rank failed because the culprit did
-)
+// statusWord is how a rank's status word (and the abort word) carries a
+// base.Failure, as the cpu backend's: the kind in the high half, the
+// culprit rank + 1 in the low half.
+func statusWord(f base.Failure) uint64 { return uint64(f.Kind)<<32 | uint64(f.Culprit+1) }
 
-func statusWord(kind uint64, culprit int) uint64 { return kind<<32 | uint64(culprit+1) }
+// failureOfStatus reads a status word back; text is the reason to report.
+func failureOfStatus(w uint64, text string) base.Failure {
+	return base.Failure{Kind: base.FailureKind(w >> 32), Culprit: int(w&0xFFFFFFFF) - 1, Text: text}
+}
 
 // work is one buffer of a launch. It must match struct Work of the kernels.
 type work struct {

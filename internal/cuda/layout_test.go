@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/base"
 )
 
 // TestLayoutMatchesKernels checks that the Go constants equal the
@@ -32,6 +34,7 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		"DC_CODE_TIMEOUT": codeTimeout, "DC_CODE_MISMATCH": codeMismatch, "DC_CODE_PEER": codePeer, "DC_CODE_ABORT": codeAbort,
 		"DC_PHASE_RESERVE": phaseReserve, "DC_PHASE_READY": phaseReady, "DC_PHASE_REDUCED": phaseReduced,
 		"DC_SHARD_ALIGN": shardAlign,
+		"DC_FAIL_LOST":   int(base.FailureLost), "DC_FAIL_TIMEOUT": int(base.FailureTimeout), "DC_FAIL_MISMATCH": int(base.FailureMismatch),
 	}
 	for name, v := range want {
 		got, ok := defines[name]

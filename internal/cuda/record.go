@@ -51,12 +51,6 @@ var phaseNames = map[uint64]string{
 	phaseReduced: "waiting for peers' reduced shards",
 }
 
-var statusReasons = map[uint64]string{
-	statusOwn:      "failed (timeout or abort)",
-	statusMismatch: "found that the ranks called different collectives",
-	statusPeer:     "failed because a peer did",
-}
-
 // err turns the record into the error the cpu backend would return for
 // the same failure: a *base.TimeoutError, a *base.MismatchError, or a
 // *base.RankError naming the rank that caused it. rank is this rank.
@@ -71,15 +65,16 @@ func (r record) err(rank int, timeout time.Duration) error {
 	case codeMismatch:
 		return &base.MismatchError{Signatures: r.sigs}
 	case codePeer, codeAbort:
-		kind, culprit := r.aux>>32, int(r.aux&0xFFFFFFFF)-1
-		if r.code == codeAbort && culprit == rank {
+		f := failureOfStatus(r.aux, "")
+		if r.code == codeAbort && f.Culprit == rank && f.Kind == base.FailureLost {
 			return fmt.Errorf("%w: %v #%d: a kernel stopped at the abort word", base.ErrAborted, r.op, r.seq)
 		}
-		reason := statusReasons[kind]
-		if reason == "" {
-			reason = fmt.Sprintf("status %#x", r.aux)
+		what := "aborted the kernels"
+		if r.code == codePeer {
+			what = "failed"
 		}
-		return &base.RankError{Rank: culprit, Reason: fmt.Sprintf("%s (seen by rank %d's kernel in %v #%d)", reason, rank, r.op, r.seq), Err: base.ErrPeerLost}
+		f.Text = fmt.Sprintf("rank %d %s (seen by rank %d's kernel in %v #%d)", f.Culprit, what, rank, r.op, r.seq)
+		return f.Err()
 	}
 	return fmt.Errorf("%w: a kernel recorded unknown failure code %d in %v #%d", base.ErrPeerLost, r.code, r.op, r.seq)
 }

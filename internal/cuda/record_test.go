@@ -55,19 +55,19 @@ func TestDecodeRecord(t *testing.T) {
 			var me *base.MismatchError
 			return errors.As(err, &me) && errors.Is(err, base.ErrMismatch) && reflect.DeepEqual(me.Signatures, sigs)
 		}},
-		{"peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(statusOwn, 1), sigs), func(err error) bool {
+		{"peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(base.Failure{Kind: base.FailureLost, Culprit: 1}), sigs), func(err error) bool {
 			var re *base.RankError
 			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrPeerLost)
 		}},
-		{"peer's peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(statusPeer, 0), sigs), func(err error) bool {
+		{"peer's peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(base.Failure{Kind: base.FailureMismatch, Culprit: 0}), sigs), func(err error) bool {
 			var re *base.RankError
-			return errors.As(err, &re) && re.Rank == 0
+			return errors.As(err, &re) && re.Rank == 0 && errors.Is(err, base.ErrMismatch)
 		}},
-		{"abort by a peer", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(statusPeer, 1), sigs), func(err error) bool {
+		{"abort by a peer", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureTimeout, Culprit: 1}), sigs), func(err error) bool {
 			var re *base.RankError
-			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrPeerLost)
+			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrTimeout)
 		}},
-		{"own abort", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(statusOwn, 0), sigs), func(err error) bool {
+		{"own abort", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureLost, Culprit: 0}), sigs), func(err error) bool {
 			return errors.Is(err, base.ErrAborted)
 		}},
 	} {

@@ -97,9 +97,11 @@ typedef unsigned short u16;
 #define DC_PHASE_READY 2
 #define DC_PHASE_REDUCED 3
 
-#define DC_STATUS_OWN 1ull
-#define DC_STATUS_MISMATCH 2ull
-#define DC_STATUS_PEER 3ull
+// Status word: a failure kind (base.FailureKind) in the high half, the
+// culprit rank + 1 in the low half.
+#define DC_FAIL_LOST 1
+#define DC_FAIL_TIMEOUT 2
+#define DC_FAIL_MISMATCH 3
 
 #define DC_SHARD_ALIGN 64
 
@@ -161,6 +163,7 @@ __device__ __forceinline__ u32 atom_add(u64 p, u32 v) {
 __device__ __forceinline__ void atom_zero(u64 p) {
   u32 old;
   asm volatile("atom.global.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(p) : "memory");
+  (void)old;
 }
 __device__ __forceinline__ u64 atom_cas(u64 p, u64 cmp, u64 v) {
   u64 old;
@@ -350,7 +353,7 @@ __shared__ int s_last;
 
 // ---- the tree T --------------------------------------------------------
 
-constexpr int pow2below(int n) {
+__host__ __device__ constexpr int pow2below(int n) {
   int p = 1;
   while (p * 2 < n) p *= 2;
   return p;
@@ -479,12 +482,15 @@ __device__ void record(const Args& a, u32 code, u32 phase, u64 aux, u64 missing)
       u64 v = p == (int)a.rank ? mine[k] : ld_vol(s_ctrl[p] + DC_OFF_SIG + 8 * k);
       st_vol(a.host + DC_REC_SIGS + 8 * (p * DC_SIG_WORDS + k), v);
     }
-  u64 status;
-  switch (code) {
-    case DC_CODE_MISMATCH: status = status_word(DC_STATUS_MISMATCH, a.rank); break;
-    case DC_CODE_PEER: status = status_word(DC_STATUS_PEER, (u32)(aux & 0xffffffffu) - 1); break;
-    case DC_CODE_ABORT: status = aux; break;
-    default: status = status_word(DC_STATUS_OWN, a.rank);
+  // What the peers learn: a peer's failure or the host's abort is passed
+  // on as it is (kind and culprit); a timeout names the first missing rank.
+  u64 status = aux;
+  if (code == DC_CODE_MISMATCH) status = status_word(DC_FAIL_MISMATCH, a.rank);
+  if (code == DC_CODE_TIMEOUT) {
+    u32 first = a.rank;
+    for (int p = kWorld - 1; p >= 0; p--)
+      if (missing >> p & 1) first = p;
+    status = status_word(DC_FAIL_TIMEOUT, first);
   }
   fence_sys();
   st_vol(a.host + DC_REC_VALID, 1);
@@ -534,6 +540,9 @@ __device__ bool wait_all(const Args& a, u64 word, u64 target, u32 phase) {
           code = DC_CODE_TIMEOUT;
         }
         if (code != 0) {
+          // A peer that failed after publishing what we wait for (it
+          // found a mismatch, say) must not hide it: progress wins.
+          if (ld_acquire(w) >= target) break;
           s_code[t] = code;
           s_aux[t] = v;
           s_fail = 1;
