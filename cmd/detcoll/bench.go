@@ -160,23 +160,33 @@ func spawnMPI(ctx context.Context, n int, args []string, stdout, stderr io.Write
 
 // benchRank is one rank of detcoll bench.
 func benchRank(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr io.Writer) error {
-	var ref bench.Impl
-	if f.cfg.Reference == report.ReferenceMPI {
-		// MPI is initialised for serialized threads: keep its calls, and
-		// the timings, on one thread.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		w, err := mpiref.Init()
-		if err != nil {
-			return err
-		}
-		defer w.Finalize()
-		if w.Size() != job.World || w.Rank() != job.Rank {
-			return fmt.Errorf("--reference mpi needs ranks started by mpirun: MPI sees rank %d of %d, the %s launcher rank %d of %d",
-				w.Rank(), w.Size(), job.Source, job.Rank, job.World)
-		}
-		ref = bench.NewMPI(w)
+	if f.cfg.Reference != report.ReferenceMPI {
+		return benchComm(ctx, f, job, nil, stdout, stderr)
 	}
+	// MPI is initialised for serialized threads: keep its calls, and the
+	// timings, on one thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	w, err := mpiref.Init()
+	if err != nil {
+		return err
+	}
+	if w.Size() != job.World || w.Rank() != job.Rank {
+		return fmt.Errorf("--reference mpi needs ranks started by mpirun: MPI sees rank %d of %d, the %s launcher rank %d of %d",
+			w.Rank(), w.Size(), job.Source, job.Rank, job.World)
+	}
+	if err := benchComm(ctx, f, job, bench.NewMPI(w), stdout, stderr); err != nil {
+		// No MPI_Finalize: a peer may wait in an MPI call that will never
+		// complete, and Finalize with it. Exiting without it makes mpirun
+		// end the job.
+		return err
+	}
+	return w.Finalize()
+}
+
+// benchComm runs the benchmark on a detcoll communicator of this job, with
+// ref as the reference (nil for none).
+func benchComm(ctx context.Context, f benchFlags, job launch.Job, ref bench.Impl, stdout, stderr io.Writer) error {
 	if job.Rank == 0 {
 		// Fail now, not after the sweep, if the outputs cannot be written.
 		for _, path := range []string{f.output, f.benchfmt} {
@@ -197,6 +207,10 @@ func benchRank(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr
 		out = bench.Output{Progress: stderr, Table: stdout}
 		fmt.Fprintf(stderr, "bench: %d ranks, %s backend, %v, reference %s, %d warmup + %d timed samples per row\n",
 			c.WorldSize(), f.cfg.Backend, f.cfg.DType, f.cfg.Reference, f.cfg.Warmup, f.cfg.Iterations)
+		if cpus := runtime.NumCPU(); f.cfg.Backend == "cpu" && cpus < job.LocalWorld {
+			fmt.Fprintf(stderr, "bench: warning: this rank may run on %d CPUs for %d local ranks (bound to cores?): the cpu backend then waits as if oversubscribed; mpirun --bind-to none avoids it\n",
+				cpus, job.LocalWorld)
+		}
 	}
 	rep, err := bench.Run(f.cfg, bench.CommGroup(c), bench.NewHost(c), ref, out)
 	if err != nil {

@@ -3,7 +3,10 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/report"
@@ -74,6 +77,9 @@ func newMeta(cfg Config, world int, sides []Impl) report.Meta {
 		Hostname:   hostname(),
 		Notes:      []string{},
 	}
+	if env := tuningEnv(os.Environ()); len(env) > 0 {
+		m.Notes = append(m.Notes, "environment: "+strings.Join(env, " "))
+	}
 	if len(sides) > 1 {
 		m.Notes = append(m.Notes, "samples alternate detcoll first and the reference first; each side's own barrier precedes each of its samples")
 	}
@@ -81,6 +87,20 @@ func newMeta(cfg Config, world int, sides []Impl) report.Meta {
 		s.Describe(&m)
 	}
 	return m
+}
+
+// tuningEnv returns the DETCOLL_* variables of env that may change what
+// detcoll does (such as DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX), sorted; never
+// the secret.
+func tuningEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DETCOLL_") && name != "DETCOLL_SECRET" {
+			out = append(out, kv)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // measure takes one operation and size's samples on this rank, gathers

@@ -210,3 +210,10 @@ func TestRunSideFails(t *testing.T) {
 		t.Errorf("the failed side was not released: %q", log)
 	}
 }
+
+func TestTuningEnv(t *testing.T) {
+	got := tuningEnv([]string{"PATH=/bin", "DETCOLL_SECRET=s", "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX=1", "DETCOLL_ADDR=h:1"})
+	if want := []string{"DETCOLL_ADDR=h:1", "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX=1"}; !slices.Equal(got, want) {
+		t.Errorf("tuningEnv = %q; want %q (no secret)", got, want)
+	}
+}

@@ -13,7 +13,10 @@ import (
 )
 
 // CPUModel names this host's CPU for reports: the model from
-// /proc/cpuinfo and the CPU count, such as "AMD EPYC (2 CPUs)".
+// /proc/cpuinfo and the number of CPUs this process may run on (its
+// affinity mask, as runtime.NumCPU), such as "AMD EPYC (2 CPUs)". A rank
+// bound to one core says "(1 CPUs)", so that plot refuses to compare it
+// with an unbound run.
 func CPUModel() string {
 	model := runtime.GOARCH
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {

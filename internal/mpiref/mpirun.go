@@ -22,10 +22,15 @@ const secretVar = "DETCOLL_SECRET"
 // args on this host, each both an MPI rank and a detcoll rank: env (the
 // ranks' base environment, such as os.Environ()) gets a fresh
 // DETCOLL_SECRET unless it has one, and every DETCOLL_* variable is
-// exported to the ranks with -x. mpirun binds ranks as it does by default.
-// It adds --oversubscribe when n exceeds this host's CPUs, and
-// --allow-run-as-root when running as root, where mpirun refuses to start
-// otherwise. Ending ctx sends mpirun SIGTERM, which it forwards to the
+// exported to the ranks with -x. Ranks are not bound to cores
+// (--bind-to none, as under detcoll run or torchrun): detcoll's cpu backend
+// sizes its waiting from the CPUs it may run on, and with one core per rank
+// (mpirun's default binding for up to 2 ranks) it takes itself for
+// oversubscribed and sleeps instead of spinning, while Open MPI's own
+// times (shared/perf/mpi_bench.c) were the same either way on our 2-core
+// development machine. It adds --oversubscribe when n
+// exceeds this host's CPUs, and --allow-run-as-root when running as root,
+// where mpirun refuses to start otherwise. Ending ctx sends mpirun SIGTERM, which it forwards to the
 // ranks. The caller sets Stdout and Stderr and runs the command.
 func Command(ctx context.Context, n int, program string, args []string, env []string) (*exec.Cmd, error) {
 	if n < 1 {
@@ -41,7 +46,7 @@ func Command(ctx context.Context, n int, program string, args []string, env []st
 		rand.Read(b) // never fails: since Go 1.24 it crashes the program instead
 		env = append(env, secretVar+"="+hex.EncodeToString(b))
 	}
-	argv := []string{"-n", strconv.Itoa(n)}
+	argv := []string{"-n", strconv.Itoa(n), "--bind-to", "none"}
 	if n > runtime.NumCPU() {
 		argv = append(argv, "--oversubscribe")
 	}

@@ -18,7 +18,7 @@ func TestCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := strings.Join(cmd.Args[1:], " ")
-	want := "-n 1000 --oversubscribe "
+	want := "-n 1000 --bind-to none --oversubscribe "
 	if os.Geteuid() == 0 {
 		want += "--allow-run-as-root "
 	}

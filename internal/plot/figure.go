@@ -62,7 +62,7 @@ func Write(req Request, pngPath, svgPath string) error {
 	w, h := vg.Length(cols)*panelWidth, vg.Length(rows)*panelHeight
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI))
 	svg := vgsvg.New(w, h)
-	for _, c := range []vg.Canvas{img, svg} {
+	for _, c := range []vg.CanvasSizer{img, svg} {
 		drawGrid(grid, draw.New(c))
 	}
 	if err := writeFile(pngPath, vgimg.PngCanvas{Canvas: img}.WriteTo); err != nil {
@@ -103,24 +103,12 @@ func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
 	}
 	p.X.Tick.Marker = ticks
 
-	lines := []struct {
-		label  string
-		rows   []report.Row
-		ref    bool
-		color  color.Color
-		dashes []vg.Length
-	}{
+	lines := []series{
 		{"before: detcoll " + before.Report.Meta.Commit, bs, false, beforeColor, nil},
 		{"after: detcoll " + m.Commit, as, false, afterColor, nil},
 	}
 	if m.Reference != report.ReferenceNone {
-		lines = append(lines, struct {
-			label  string
-			rows   []report.Row
-			ref    bool
-			color  color.Color
-			dashes []vg.Length
-		}{referenceLabel(m) + " (after run)", as, true, referenceColor, []vg.Length{vg.Points(5), vg.Points(3)}})
+		lines = append(lines, series{referenceLabel(m) + " (after run)", as, true, referenceColor, []vg.Length{vg.Points(5), vg.Points(3)}})
 	}
 	for _, l := range lines {
 		xys := make(plotter.XYs, len(l.rows))
@@ -140,6 +128,15 @@ func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
 		p.Legend.Add(l.label, line, points)
 	}
 	return p, nil
+}
+
+// series is one line of a panel.
+type series struct {
+	label  string
+	rows   []report.Row
+	ref    bool // draw ReferenceUS, not DetcollUS
+	color  color.Color
+	dashes []vg.Length
 }
 
 // referenceLabel names the reference with its version: "Open MPI v4.1.4

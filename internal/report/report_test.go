@@ -111,7 +111,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"kind", func(r *Report) { r.Kind = "x" }, `kind "x"`},
 		{"schema", func(r *Report) { r.SchemaVersion = 2 }, "schema version 2"},
-		{"world", func(r *Report) { r.Meta.WorldSize = 0 }, "world_size 0"},
+		{"world", func(r *Report) { r.Meta.WorldSize = 0 }, "world_size 0: want >= 1"},
 		{"dtype", func(r *Report) { r.Meta.DType = "int32" }, `dtype "int32"`},
 		{"backend", func(r *Report) { r.Meta.Backend = "tpu" }, `backend "tpu"`},
 		{"device", func(r *Report) { r.Meta.Device = "" }, "device: empty"},
@@ -126,7 +126,7 @@ func TestValidate(t *testing.T) {
 		{"go", func(r *Report) { r.Meta.GoVersion = "" }, "go_version"},
 		{"commit", func(r *Report) { r.Meta.Commit = "" }, "commit"},
 		{"warmup", func(r *Report) { r.Meta.Warmup = -1 }, "warmup -1"},
-		{"iterations", func(r *Report) { r.Meta.Iterations = 0 }, "iterations 0"},
+		{"iterations", func(r *Report) { r.Meta.Iterations = 0 }, "iterations 0: want >= 1"},
 		{"no modes", func(r *Report) { r.Meta.Modes = nil }, "timing_modes: none"},
 		{"unknown mode", func(r *Report) { r.Meta.Modes = []string{"fast"} }, `"fast"`},
 		{"mode twice", func(r *Report) { r.Meta.Modes = []string{ModeWallClock, ModeWallClock} }, "listed twice"},
