@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 )
 
@@ -26,7 +25,7 @@ type paths struct {
 // outnumber cores every synchronisation costs a trip through the
 // scheduler, and one-shot wins up to a few KiB.
 func defaultPaths(world int) paths {
-	if world > runtime.NumCPU() {
+	if world > hostCPUs() {
 		return paths{allReduceOneShotMax: 8 << 10}
 	}
 	return paths{allReduceOneShotMax: 256}

@@ -3,7 +3,6 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +18,7 @@ const sleepSlice = 10 * time.Millisecond
 // (tens of microseconds), but zero when ranks outnumber cores, where
 // spinning would steal the core the awaited peer needs.
 func spinFor(world int) time.Duration {
-	if world > runtime.NumCPU() {
+	if world > hostCPUs() {
 		return 0
 	}
 	return 200 * time.Microsecond
