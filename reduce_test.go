@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/check"
 	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
@@ -43,18 +44,9 @@ func roleReduce() error {
 	for _, dt := range floatTypes {
 		size := dt.Size()
 		for _, n := range reduceCounts(dt, w) {
-			call++
-			ins := make([][]byte, w)
-			for p := range ins {
-				ins[p] = inputBytes(testSeed, call, p, n, dt)
-			}
-			want := referenceSum(dt, ins)
-			call++
-			rsIns := make([][]byte, w)
-			for p := range rsIns {
-				rsIns[p] = inputBytes(testSeed, call, p, w*n, dt)
-			}
-			rsWant := referenceSum(dt, shares(rsIns, rank, n*size))
+			rc := check.NewReduceCase(testSeed, call+1, w, rank, n, dt)
+			call += 2
+			ins, want, rsIns, rsWant := rc.Ins, rc.Want, rc.ScatterIns, rc.ScatterWant
 			for _, off := range []int{0, 1, 3} {
 				what := fmt.Sprintf("%v n=%d offset=%d", dt, n, off)
 

@@ -39,16 +39,3 @@ func parseSize(s string) (int, error) {
 	}
 	return n << shift, nil
 }
-
-// formatSize is parseSize's inverse for the tables: the largest exact unit.
-func formatSize(n int) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	}
-	return strconv.Itoa(n)
-}

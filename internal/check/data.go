@@ -225,3 +225,30 @@ func RawBytes[T detcoll.Element](s []T) []byte {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(zero)))
 }
+
+// ReduceCase is one size of a reduction check: every rank's inputs and the
+// sums this rank must get, for an all-reduce of n elements and for a
+// reduce-scatter of W*n.
+type ReduceCase struct {
+	Ins, ScatterIns [][]byte // by rank
+	Want            []byte   // the all-reduce's result
+	ScatterWant     []byte   // this rank's share of the reduce-scatter's
+}
+
+// NewReduceCase makes the case for rank of w at n elements of dt; calls
+// numbers the inputs (two per case).
+func NewReduceCase(seed uint64, call, w, rank, n int, dt detcoll.DType) ReduceCase {
+	var rc ReduceCase
+	for p := range w {
+		rc.Ins = append(rc.Ins, Input(seed, call, p, n, dt))
+		rc.ScatterIns = append(rc.ScatterIns, Input(seed, call+1, p, w*n, dt))
+	}
+	rc.Want = ReferenceSum(dt, rc.Ins)
+	k := n * dt.Size()
+	shares := make([][]byte, w)
+	for p, in := range rc.ScatterIns {
+		shares[p] = in[rank*k : (rank+1)*k]
+	}
+	rc.ScatterWant = ReferenceSum(dt, shares)
+	return rc
+}
