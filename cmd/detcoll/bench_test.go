@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/detcoll/detcoll/internal/cuda/driver"
 	"github.com/detcoll/detcoll/internal/mpiref"
 	"github.com/detcoll/detcoll/internal/report"
 )
@@ -47,6 +48,9 @@ func TestBenchRefuses(t *testing.T) {
 		{"backend", []string{"--backend", "tpu"}, `backend "tpu"`},
 		{"reference", []string{"--reference", "gloo"}, `reference "gloo"`},
 		{"nccl on cpu", []string{"--reference", "nccl"}, `reference "nccl": the cpu backend`},
+		{"mpi on cuda", []string{"--backend", "cuda", "--reference", "mpi"}, `reference "mpi": the cuda backend`},
+		{"deterministic without nccl", []string{"--backend", "cuda", "--nccl-deterministic"}, `--nccl-deterministic: the reference is "none"`},
+		{"deterministic on cpu", []string{"--nccl-deterministic"}, `--nccl-deterministic: the reference is "none"`},
 		{"ranks", []string{"-n", "0"}, "-n must be at least 1"},
 		{"timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
 		{"unknown flag", []string{"--sizes", "1KiB"}, "-sizes"},
@@ -62,16 +66,28 @@ func TestBenchRefuses(t *testing.T) {
 	}
 }
 
-func TestBenchUnavailable(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"bench", "--backend", "cuda"}, &stdout, &stderr)
-	if exitCode(err) != 1 || err == nil || !strings.Contains(err.Error(), "--backend cuda: not yet") {
-		t.Errorf("bench --backend cuda = %v (exit %d); want a \"not yet\" failure", err, exitCode(err))
+// TestBenchCUDAUnavailable runs detcoll bench --backend cuda on 2 local
+// ranks where there is no GPU: it must fail, saying so, rather than hang.
+func TestBenchCUDAUnavailable(t *testing.T) {
+	if err := driver.Load(); err == nil {
+		driver.Unload()
+		t.Skip("a CUDA driver is here")
 	}
+	t.Setenv(testMainVar, "1")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"bench", "-n", "2", "--backend", "cuda", "--size-bytes", "4KiB",
+		"--warmup", "0", "--iterations", "1", "--timeout", "20s"}, &stdout, &stderr)
+	if exitCode(err) != 1 || !strings.Contains(stderr.String(), "CUDA unavailable") {
+		t.Errorf("bench --backend cuda without CUDA = %v (exit %d); want exit 1 and \"CUDA unavailable\"\nstderr: %s", err, exitCode(err), stderr.String())
+	}
+}
+
+func TestBenchUnavailable(t *testing.T) {
 	if mpiref.Built {
 		return
 	}
-	err = run(t.Context(), []string{"bench", "--reference", "mpi"}, &stdout, &stderr)
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"bench", "--reference", "mpi"}, &stdout, &stderr)
 	if exitCode(err) != 1 || err == nil || !strings.Contains(err.Error(), "-tags mpi") {
 		t.Errorf("bench --reference mpi without the mpi build = %v; want a failure saying how to build it", err)
 	}

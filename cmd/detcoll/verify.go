@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"github.com/detcoll/detcoll/internal/verify"
 )
 
-const verifySynopsis = `[-n N] [--backend cpu] [--dtype LIST] [--sizes LIST] [--seed S] [--timeout D]
+const verifySynopsis = `[-n N] [--backend cpu|cuda] [--dtype LIST] [--sizes LIST] [--seed S] [--timeout D]
 
 Checks determinism on this machine: every operation (all-reduce out of place,
 in place and staged, reduce-scatter, the *Many forms, all-gather, broadcast)
@@ -25,6 +26,16 @@ with the reference tree evaluated element by element (or the exact
 concatenation), across offsets and across repeats. Rank 0 prints one row per
 operation, type and size: pass on every rank, and the slowest rank's median
 time per call. Exit status 1 if any check failed.
+
+With --backend cuda each rank runs on the GPU of its local rank, on device
+memory, with the same checks and reference (the one the cpu backend is
+tested against), plus: an all-reduce of a window of the input one element
+off its alignment and shorter; an all-reduce and a reduce-scatter run on
+both backends (cuda, and cpu through a second communicator) on the same
+inputs and compared byte for byte; and, when the world size is a power of
+two up to 8, the tensor-parallel nesting check (each element has 8 leaves,
+rank r passes the tree of its block of 8/W of them, and the result must be
+the 8-leaf tree).
 
 Started by itself it runs N local ranks (like detcoll run -n N); started by
 detcoll run, torchrun, mpirun or srun it is one of their ranks.`
@@ -60,16 +71,79 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("--timeout must be positive, got %v", *timeout)
 	}
 
-	if _, found, err := launch.FromEnv(os.Getenv); err != nil {
+	if *backend != "cpu" && *backend != "cuda" {
+		return usagef("--backend %q: want cpu or cuda", *backend)
+	}
+
+	job, found, err := launch.FromEnv(os.Getenv)
+	if err != nil {
 		return err
 	} else if !found {
 		return spawnSelf(ctx, *n, "verify", args, stdout, stderr)
 	}
-	return verifyRank(ctx, cfg, detcoll.Options{
+	opts := detcoll.Options{
 		Backend:  *backend,
 		Timeout:  *timeout,
 		Capacity: int64(slices.Max(cfg.Sizes)) + 4096,
-	}, stdout)
+	}
+	if *backend == "cuda" {
+		return verifyCUDARank(ctx, cfg, job, opts, stdout)
+	}
+	return verifyRank(ctx, cfg, opts, stdout)
+}
+
+// verifyCUDARank is one rank of detcoll verify --backend cuda: the checks
+// run on a cuda communicator, beside a cpu one of the same ranks that
+// gathers the outcomes (a host call) and runs the cross-backend calls.
+func verifyCUDARank(ctx context.Context, cfg verify.Config, job launch.Job, opts detcoll.Options, stdout io.Writer) error {
+	runtime.LockOSThread() // the checks keep the GPU's context current on this thread
+	defer runtime.UnlockOSThread()
+	// The cpu communicator also gathers every row's outcome (Agree).
+	host, c, err := openWithCoordinator(ctx, job, max(opts.Capacity, 64<<10), opts)
+	if err != nil {
+		return err
+	}
+	defer host.Close(ctx)
+	defer c.Close(ctx)
+	rows, err := verify.RunDevice(c, host, cfg)
+	if err != nil {
+		c.Abort(err) // peers waiting in a kernel or a host call fail now, naming this rank
+		host.Abort(err)
+		return err
+	}
+	if rows, err = verify.Agree(ctx, host, rows); err != nil {
+		c.Abort(err)
+		return err
+	}
+	failed := 0
+	if c.Rank() == 0 {
+		failed = verify.Print(stdout, c.WorldSize(), opts.Backend, rows)
+		if !verify.Nestable(c.WorldSize()) {
+			fmt.Fprintf(stdout, "tensor-parallel nesting not checked: the world size %d is not a power of two up to 8\n", c.WorldSize())
+		}
+		verdict := "PASS"
+		if failed > 0 {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(stdout, "%s: cuda backend on %d GPUs, bit for bit against the reference tree\n", verdict, c.WorldSize())
+	} else {
+		for _, r := range rows {
+			if r.Err != nil {
+				failed++
+			}
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		host.Abort(err)
+		return err
+	}
+	if err := host.Close(ctx); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d checks failed", failed)
+	}
+	return nil
 }
 
 // verifyRank is one rank of detcoll verify.
