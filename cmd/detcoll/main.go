@@ -28,7 +28,7 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"bench":  {runBench, "time detcoll's collectives against Open MPI (cpu) and write a JSON report"},
+	"bench":  {runBench, "time detcoll's collectives against Open MPI (cpu) or NCCL (cuda) and write a JSON report"},
 	"plot":   {runPlot, "draw latency against size from bench reports, before and after (PNG and SVG)"},
 	"run":    {runRun, "launch N local ranks of a program, like torchrun --standalone"},
 	"verify": {runVerify, "check on this machine that every collective is bit-for-bit deterministic"},

@@ -17,14 +17,13 @@
 //
 // # Sides
 //
-// A side is an Impl: detcoll on a backend (Host for cpu), or a reference
-// (MPI for Open MPI). The harness knows nothing of memory or clocks: an
-// Impl allocates its own buffers (host or device) in Prepare and times one
-// sample of a mode in Time. On the cpu backend the one mode is
-// report.ModeWallClock, one call timed by the monotonic clock. The cuda
-// backend's Impls (detcoll's and NCCL's) plug in by implementing the three
-// GPU modes of the performance anchors (report.ModeSynchronised,
-// ModePipelined, ModeGraph) in Time; nothing here changes.
+// A side is an Impl: detcoll on a backend (Host for cpu, the cuda side
+// for GPUs), or a reference (MPI for Open MPI, NCCL for GPUs). The harness
+// knows nothing of memory or clocks: an Impl allocates its own buffers
+// (host or device) in Prepare and times one sample of a mode in Time. On
+// the cpu backend the one mode is report.ModeWallClock, one call timed by
+// the monotonic clock; on GPUs the three modes of the performance anchors
+// (report.ModeSynchronised, ModePipelined, ModeGraph).
 //
 // Arguments are checked by Config.Validate before any buffer or
 // communicator exists.
