@@ -105,6 +105,21 @@ typedef unsigned short u16;
 
 #define DC_SHARD_ALIGN 64
 
+// A waiting thread polls its word over NVLink about once a microsecond.
+// Every DC_CHECK_EVERY polls it also reads the peer's status word and the
+// timer, and every DC_ABORT_EVERY polls the host's abort word, which lives
+// in host memory: a read over PCIe. Those host reads must stay rare: with a
+// poller in each of 264 blocks reading it every 8 polls, the reads queued
+// behind each other at ~1 us each, and a wait that had already been
+// satisfied ended only when its thread's read came back, ~1 us per waiting
+// block later: the ~0.5 ms per call "stall" of back-to-back large calls,
+// which fed itself (a late rank makes its peer wait long enough to start
+// reading too). See docs/gpu-results.md.
+#ifndef DC_CHECK_EVERY
+#define DC_CHECK_EVERY 8
+#endif
+#define DC_ABORT_EVERY 1024
+
 static_assert(DC_WORLD >= 1 && DC_WORLD <= DC_MAX_WORLD, "world size out of range");
 constexpr int kWorld = DC_WORLD;
 
@@ -144,10 +159,14 @@ __device__ __forceinline__ u64 ld_vol(u64 p) {
   asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+__device__ __forceinline__ void ld_vol2(u64 p, u64* x, u64* y) {
+  asm volatile("ld.volatile.global.v2.u64 {%0, %1}, [%2];" : "=l"(*x), "=l"(*y) : "l"(p) : "memory");
+}
 __device__ __forceinline__ void st_vol(u64 p, u64 v) {
   asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 __device__ __forceinline__ void fence_sys() { asm volatile("fence.sc.sys;" ::: "memory"); }
+__device__ __forceinline__ void fence_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ __forceinline__ void sync_block() { asm volatile("bar.sync 0;" ::: "memory"); }
 __device__ __forceinline__ u64 now_ns() {
   u64 t;
@@ -529,13 +548,17 @@ __device__ bool wait_all(const Args& a, u64 word, u64 target, u32 phase) {
     const u64 t0 = now_ns();
     for (u32 i = 1; ld_acquire(w) < target; i++) {
       if (s_fail) break;
-      if ((i & 7) == 0) {
-        u64 v;
+      if ((i & (DC_CHECK_EVERY - 1)) == 0) {
+        // Both loads in flight at once (NVLink and PCIe), then checked.
+        const u64 vs = ld_vol(status), va = (i & (DC_ABORT_EVERY - 1)) == 0 ? ld_vol(abort) : 0;
+        u64 v = 0;
         u32 code = 0;
-        if ((v = ld_vol(status)) != 0) {
+        if (vs != 0) {
           code = DC_CODE_PEER;
-        } else if ((v = ld_vol(abort)) != 0) {
+          v = vs;
+        } else if (va != 0) {
           code = DC_CODE_ABORT;
+          v = va;
         } else if (now_ns() - t0 > a.timeout) {
           code = DC_CODE_TIMEOUT;
         }
@@ -561,16 +584,22 @@ __device__ bool wait_all(const Args& a, u64 word, u64 target, u32 phase) {
 }
 
 // check_signatures compares every peer's signature with this call's.
+// Thread p, which acquired peer p's stage, reads the peer's words in
+// 16-byte loads issued together: one NVLink round trip, not one per word.
 __device__ bool check_signatures(const Args& a) {
   const u32 t = threadIdx.x;
   if (t < kWorld && t != a.rank) {
-    u64 mine[DC_SIG_WORDS];
+    u64 mine[DC_SIG_WORDS], theirs[DC_SIG_WORDS];
     own_signature(a, s_seq, mine);
-    for (int k = 0; k < DC_SIG_WORDS; k++)
-      if (ld_vol(s_ctrl[t] + DC_OFF_SIG + 8 * k) != mine[k]) {
-        s_code[t] = DC_CODE_MISMATCH;
-        s_fail = 1;
-      }
+#pragma unroll
+    for (int k = 0; k < DC_SIG_WORDS; k += 2) ld_vol2(s_ctrl[t] + DC_OFF_SIG + 8 * k, &theirs[k], &theirs[k + 1]);
+    bool same = true;
+#pragma unroll
+    for (int k = 0; k < DC_SIG_WORDS; k++) same = same && theirs[k] == mine[k];
+    if (!same) {
+      s_code[t] = DC_CODE_MISMATCH;
+      s_fail = 1;
+    }
   }
   sync_block();
   if (s_fail) {
@@ -583,15 +612,19 @@ __device__ bool check_signatures(const Args& a) {
 // last_block reports, to every thread of the block, whether this block is
 // the last of its launch to get here; the last one resets the count for the
 // next launch. Everything the launch wrote before is visible to whoever
-// sees what the last block publishes next.
+// sees what the last block publishes next: every caller publishes with
+// st.release.sys from thread 0 (a fence.acq_rel.sys and the store), after
+// the bar.sync here.
+//
+// Every block's writes go to this GPU's memory, so a GPU-scope release
+// (fence.acq_rel.gpu before the count) is enough for the last block to see
+// them; only the last block fences at system scope, once per launch, and
+// its st.release.sys passes them on (cumulativity).
 __device__ bool last_block(const Args& a, u64 counter) {
   sync_block();
-  if (gridDim.x == 1) {
-    if (threadIdx.x == 0) fence_sys();
-    return true;
-  }
+  if (gridDim.x == 1) return true;  // thread 0's st.release.sys that follows releases the block's writes
   if (threadIdx.x == 0) {
-    fence_sys();
+    fence_gpu();
     s_last = atom_add(a.self + counter, 1) == gridDim.x - 1;
     if (s_last) {
       atom_zero(a.self + counter);
@@ -662,8 +695,7 @@ __device__ void run(const Args& a) {
     u64 mine[DC_SIG_WORDS];
     own_signature(a, seq, mine);
     for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
-    fence_sys();
-    st_release(a.self + DC_OFF_STAGE, seq);
+    st_release(a.self + DC_OFF_STAGE, seq);  // orders the signature before it
   }
   if (a.flags & DC_F_READY) {
     if (!wait_all(a, DC_OFF_STAGE, seq, DC_PHASE_READY)) return;
