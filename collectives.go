@@ -7,51 +7,45 @@ import "github.com/detcoll/detcoll/internal/base"
 // bits whatever the size, offset or path. out may be in (in place);
 // otherwise they must not overlap. It waits for every peer's input.
 func AllReduce[T Float](c *Comm, in, out []T) error {
-	return c.do(&base.Request{Op: base.OpAllReduce, DType: DTypeOf[T](),
-		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+	return c.do1(base.OpAllReduce, DTypeOf[T](), 0, bytesOf(in), bytesOf(out), 1)
 }
 
 // ReduceScatter sums in (W*n elements) over all ranks and gives rank r the
 // elements [r*n, (r+1)*n) of the sum in out (n elements): bit for bit the
 // same elements AllReduce would give. in and out must not overlap.
 func ReduceScatter[T Float](c *Comm, in, out []T) error {
-	return c.do(&base.Request{Op: base.OpReduceScatter, DType: DTypeOf[T](),
-		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+	return c.do1(base.OpReduceScatter, DTypeOf[T](), 0, bytesOf(in), bytesOf(out), 1)
 }
 
 // AllGather concatenates every rank's in (n elements) into out (W*n), in
 // rank order, byte for byte. in may be out's own slot
 // out[rank*n:(rank+1)*n] (in place); otherwise they must not overlap.
 func AllGather[T Element](c *Comm, in, out []T) error {
-	return c.do(&base.Request{Op: base.OpAllGather, DType: DTypeOf[T](),
-		In: [][]byte{bytesOf(in)}, Out: [][]byte{bytesOf(out)}})
+	return c.do1(base.OpAllGather, DTypeOf[T](), 0, bytesOf(in), bytesOf(out), 1)
 }
 
 // Broadcast copies root's buf into every other rank's buf.
 func Broadcast[T Element](c *Comm, buf []T, root int) error {
 	b := bytesOf(buf)
-	return c.do(&base.Request{Op: base.OpBroadcast, DType: DTypeOf[T](), Root: root,
-		In: [][]byte{b}, Out: [][]byte{b}})
+	return c.do1(base.OpBroadcast, DTypeOf[T](), root, b, b, 1)
 }
 
 // Barrier returns when every rank has called it.
 func (c *Comm) Barrier() error {
-	return c.do(&base.Request{Op: base.OpBarrier})
+	return c.do1(base.OpBarrier, 0, 0, nil, nil, 0)
 }
 
 // AllGatherMany is AllGather of each ins[k] into outs[k] under one
 // synchronisation: the results are those of one AllGather per buffer. The
 // inputs together (each rounded up to 64 bytes) must fit the capacity.
 func AllGatherMany[T Element](c *Comm, ins, outs [][]T) error {
-	return c.do(&base.Request{Op: base.OpAllGatherMany, DType: DTypeOf[T](),
-		In: bytesOfEach(ins), Out: bytesOfEach(outs)})
+	return doMany(c, base.OpAllGatherMany, ins, outs)
 }
 
 // ReduceScatterMany is ReduceScatter of each ins[k] into outs[k] under one
 // synchronisation, with the results of one ReduceScatter per buffer.
 func ReduceScatterMany[T Float](c *Comm, ins, outs [][]T) error {
-	return c.do(&base.Request{Op: base.OpReduceScatterMany, DType: DTypeOf[T](),
-		In: bytesOfEach(ins), Out: bytesOfEach(outs)})
+	return doMany(c, base.OpReduceScatterMany, ins, outs)
 }
 
 // Stage returns this rank's staging memory as n elements for the caller to
@@ -80,17 +74,36 @@ func Stage[T Float](c *Comm, n int) ([]T, error) {
 // view into out (len(out) elements, the count staged): the same bits as
 // AllReduce of those inputs.
 func AllReduceStaged[T Float](c *Comm, out []T) error {
-	return c.do(&base.Request{Op: base.OpAllReduceStaged, DType: DTypeOf[T](),
-		Out: [][]byte{bytesOf(out)}})
+	return c.do1(base.OpAllReduceStaged, DTypeOf[T](), 0, nil, bytesOf(out), 0)
 }
 
-func bytesOfEach[T Element](s [][]T) [][]byte {
-	if s == nil {
-		return nil
+// doMany runs a *Many request through the communicator's reusable
+// request (see Comm.do1), converting the buffers into its reused slices.
+func doMany[T Element](c *Comm, op base.Op, ins, outs [][]T) error {
+	r := &c.reqs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ins = appendBytesOf(r.ins[:0], ins)
+	r.outs = appendBytesOf(r.outs[:0], outs)
+	in, out := r.ins, r.outs
+	// A nil list stays nil, as the caller passed it.
+	if ins == nil {
+		in = nil
 	}
-	b := make([][]byte, len(s))
+	if outs == nil {
+		out = nil
+	}
+	r.req = base.Request{Op: op, DType: DTypeOf[T](), In: in, Out: out}
+	err := c.do(&r.req)
+	clear(r.ins)
+	clear(r.outs)
+	r.req = base.Request{}
+	return err
+}
+
+func appendBytesOf[T Element](dst [][]byte, s [][]T) [][]byte {
 	for i := range s {
-		b[i] = bytesOf(s[i])
+		dst = append(dst, bytesOf(s[i]))
 	}
-	return b
+	return dst
 }

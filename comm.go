@@ -38,6 +38,40 @@ type Comm struct {
 
 	mu     sync.Mutex // guards closed
 	closed bool
+
+	reqs requestScratch // see do1
+}
+
+// requestScratch is the Request that every host collective call fills in
+// and hands to the backend, kept here so that a call allocates nothing: a
+// Request built per call escapes to the heap (the backend is an
+// interface), with its buffer lists, three allocations for every
+// collective. mu serialises its users; the backends serialise calls
+// anyway, so holding it across the call costs no concurrency.
+type requestScratch struct {
+	mu        sync.Mutex
+	req       base.Request
+	in, out   [1][]byte
+	ins, outs [][]byte // the *Many calls' lists, grown and reused
+}
+
+// do1 runs a request of one input and one output buffer (n = 1), or none
+// of either (n = 0; AllReduceStaged passes its output all the same) through
+// the reusable request. The buffers are dropped afterwards so that the
+// communicator does not keep the caller's memory alive.
+func (c *Comm) do1(op base.Op, dt DType, root int, in, out []byte, n int) error {
+	r := &c.reqs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.in[0], r.out[0] = in, out
+	r.req = base.Request{Op: op, DType: dt, Root: root, In: r.in[:n], Out: r.out[:n]}
+	if op == base.OpAllReduceStaged {
+		r.req.Out = r.out[:1]
+	}
+	err := c.do(&r.req)
+	r.in[0], r.out[0] = nil, nil
+	r.req = base.Request{}
+	return err
 }
 
 // Open joins this process to its job's communicator. It is collective: it

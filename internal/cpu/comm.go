@@ -37,6 +37,8 @@ type Comm struct {
 	log         *slog.Logger
 	paths       paths
 	spin        time.Duration // see spinFor
+	yield       bool          // see spinFor
+	cachedMax   int           // largest footprint copied through the cache: see copy.go
 
 	// segs are the mapped segments by rank; segs[rank] is this rank's own.
 	// segsMu guards their unmapping against Abort and the monitor, which
@@ -58,6 +60,7 @@ type Comm struct {
 	closed  bool
 	reducer tree.Reducer
 	srcs    [][]byte // scratch for peerSlices
+	cached  bool     // the current call's copies go through the cache (copyCached)
 }
 
 // Open maps every rank's segment. It is collective: every rank calls it with
@@ -67,9 +70,13 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	c = &Comm{
 		rank: cfg.Rank, world: cfg.World, capacity: cfg.Capacity, timeout: cfg.Timeout,
 		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(cfg.World),
-		segs: make([]segment, cfg.World), staged: -1, spin: spinFor(cfg.World),
+		segs: make([]segment, cfg.World), staged: -1,
 	}
+	c.spin, c.yield = spinFor(cfg.World)
 	if err := c.paths.fromEnv(); err != nil {
+		return nil, err
+	}
+	if c.cachedMax, err = cachedMaxFromEnv(); err != nil {
 		return nil, err
 	}
 	size := segmentSize(cfg.Capacity)

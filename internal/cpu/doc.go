@@ -6,7 +6,8 @@
 // rank reads its peers' inputs straight from their staging, and the
 // protocol of the contract's section 4 runs on the control words with Go's
 // atomics (sequentially consistent, which gives the release/acquire order
-// the protocol needs). A rank that waits spins briefly, then sleeps on the
+// the protocol needs). A rank that waits spins briefly (yielding its core
+// between polls when ranks outnumber cores), then sleeps on the
 // word with a futex, so waiting never burns a core and more ranks than cores
 // work.
 //

@@ -31,3 +31,10 @@ func futexWake(addr *uint32) {
 // low32 is the futex word of a sequence word: its low half on a
 // little-endian machine, which changes on every increment.
 func low32(w *uint64) *uint32 { return (*uint32)(unsafe.Pointer(w)) }
+
+// schedYield gives this thread's core to another runnable thread, if any
+// (sched_yield(2)); it returns at once when there is none. Not
+// runtime.Gosched, which yields only to this process's goroutines.
+func schedYield() {
+	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+}

@@ -26,6 +26,7 @@ func (c *Comm) Do(req *base.Request) error {
 	if err := c.outsideStaging(req); err != nil {
 		return err
 	}
+	c.cached = c.footprint(req) <= c.cachedMax
 	k := c.newCall(req.Op)
 	if err := c.begin(k, req, req.Signature()); err != nil {
 		return err
@@ -94,11 +95,62 @@ func (c *Comm) stageInputs(req *base.Request) {
 	if req.Op == base.OpBroadcast && req.Root != c.rank {
 		return
 	}
-	offs, _ := base.StagingLayout(req.InputSizes())
 	payload := c.segs[c.rank].payload
+	off := 0
 	for k, in := range req.In {
-		copy(payload[offs[k]:], in)
+		// The part of our input that only we read (see ownPart) is
+		// summed straight from the input: staging it would copy bytes
+		// nobody else looks at (half the input at W=2).
+		lo, hi := c.ownPart(req, k)
+		copyCached(payload[off:off+lo], in[:lo], c.cached)
+		copyCached(payload[off+hi:off+len(in)], in[hi:], c.cached)
+		off = nextStaging(off, len(in))
 	}
+}
+
+// ownPart returns the bytes [lo, hi) of input k that no peer reads from
+// our staging, so that they need not be staged: our block of a
+// reduce-scatter's input and our shard of a two-phase all-reduce's input,
+// which only we sum (a peer reads our shard only after we have written
+// the sum over it). Everything else, lo == hi, is read by peers.
+func (c *Comm) ownPart(req *base.Request, k int) (lo, hi int) {
+	switch req.Op {
+	case base.OpReduceScatter, base.OpReduceScatterMany:
+		m := len(req.Out[k])
+		return c.rank * m, (c.rank + 1) * m
+	case base.OpAllReduce:
+		if !c.oneShot(len(req.Out[0])) {
+			return c.shard(c.rank, req.DType, len(req.Out[0]))
+		}
+	}
+	return 0, 0
+}
+
+// nextStaging returns where the staging buffer after one of n bytes at off
+// starts: base.StagingLayout's rule, walked buffer by buffer so that a
+// call allocates no offsets slice. Every staged op but AllReduceStaged
+// (which stages through Stage, at 0) stages exactly its inputs, so this
+// agrees with StagingLayout(req.InputSizes()).
+func nextStaging(off, n int) int {
+	return off + (n+base.StagingAlign-1)/base.StagingAlign*base.StagingAlign
+}
+
+// footprint is the memory one call of req touches on this host, as seen
+// from one rank: every rank's staging (each rank reads all of it at most)
+// and this rank's outputs. It decides whether the call's copies go
+// through the cache (copy.go).
+func (c *Comm) footprint(req *base.Request) int {
+	in, out := 0, 0
+	for _, b := range req.In {
+		in += len(b)
+	}
+	for _, b := range req.Out {
+		out += len(b)
+	}
+	if req.Op == base.OpAllReduceStaged {
+		in = out
+	}
+	return in*c.world + out
 }
 
 func (c *Comm) allStaged(seq uint64) bool {
@@ -149,21 +201,28 @@ func (c *Comm) checkSignatures(mine base.Signature) error {
 
 // compute produces this rank's outputs from the peers' staging.
 func (c *Comm) compute(k call, req *base.Request) error {
-	offs, _ := base.StagingLayout(req.InputSizes())
 	switch req.Op {
 	case base.OpAllReduce, base.OpAllReduceStaged:
-		return c.allReduce(k, req.DType, req.Out[0])
+		var in []byte // nil when staged: the whole input is in our staging
+		if req.Op == base.OpAllReduce {
+			in = req.In[0]
+		}
+		return c.allReduce(k, req.DType, req.Out[0], in)
 	case base.OpReduceScatter, base.OpReduceScatterMany:
+		off := 0
 		for k, out := range req.Out {
-			c.reduceScatter(req.DType, out, offs[k])
+			c.reduceScatter(req.DType, out, req.In[k], off)
+			off = nextStaging(off, len(req.In[k]))
 		}
 	case base.OpAllGather, base.OpAllGatherMany:
+		off := 0
 		for k, out := range req.Out {
-			c.allGather(out, offs[k], len(req.In[k]))
+			c.allGather(out, req.In[k], off)
+			off = nextStaging(off, len(req.In[k]))
 		}
 	case base.OpBroadcast:
 		if req.Root != c.rank {
-			copy(req.Out[0], c.segs[req.Root].payload)
+			copyCached(req.Out[0], c.segs[req.Root].payload, c.cached)
 		}
 	}
 	return nil
@@ -179,23 +238,37 @@ func (c *Comm) peerSlices(lo, hi int) [][]byte {
 	return c.srcs
 }
 
-func (c *Comm) allReduce(k call, dt num.DType, out []byte) error {
-	if len(out) <= c.paths.allReduceOneShotMax || c.world == 1 {
+// oneShot says whether an all-reduce of n bytes takes the one-shot path.
+func (c *Comm) oneShot(n int) bool {
+	return n <= c.paths.allReduceOneShotMax || c.world == 1
+}
+
+// allReduce sums into out; in is the caller's input, or nil when it was
+// staged whole by Stage.
+func (c *Comm) allReduce(k call, dt num.DType, out, in []byte) error {
+	if c.oneShot(len(out)) {
 		c.reducer.Reduce(dt, out, c.peerSlices(0, len(out)))
 		return nil
 	}
 	// Reduce-scatter into place: this rank sums its shard of every peer's
-	// staging and writes the sum over its own staging's shard, which only
-	// this rank reads. Then every rank gathers the summed shards.
+	// staging (its own part from its input, which it did not stage: see
+	// ownPart) and writes the sum over its own staging's shard, which
+	// only this rank reads until the sum is published. Then every rank
+	// gathers the summed shards. The sources are the same bytes in the
+	// same rank order whichever memory holds them, so the bits are too.
 	lo, hi := c.shard(c.rank, dt, len(out))
-	c.reducer.Reduce(dt, c.segs[c.rank].payload[lo:hi], c.peerSlices(lo, hi))
+	srcs := c.peerSlices(lo, hi)
+	if in != nil {
+		srcs[c.rank] = in[lo:hi]
+	}
+	c.reducer.Reduce(dt, c.segs[c.rank].payload[lo:hi], srcs)
 	c.publish(offReduced, c.seq)
 	if err := c.waitAll(k, offReduced, c.seq, "waiting for peers' reduced shards"); err != nil {
 		return err
 	}
 	for p, s := range c.segs {
 		lo, hi := c.shard(p, dt, len(out))
-		copy(out[lo:hi], s.payload[lo:hi])
+		copyCached(out[lo:hi], s.payload[lo:hi], c.cached)
 	}
 	return nil
 }
@@ -211,13 +284,32 @@ func (c *Comm) shard(p int, dt num.DType, n int) (lo, hi int) {
 	return lo, hi
 }
 
-func (c *Comm) reduceScatter(dt num.DType, out []byte, off int) {
-	lo := off + c.rank*len(out)
-	c.reducer.Reduce(dt, out, c.peerSlices(lo, lo+len(out)))
+// reduceScatter sums our block of every rank's input k (at off in the
+// staging) into out; our own block comes from in itself, unstaged (see
+// ownPart). out may be that very block (in place), which Reduce allows.
+func (c *Comm) reduceScatter(dt num.DType, out, in []byte, off int) {
+	m := len(out)
+	lo := off + c.rank*m
+	srcs := c.peerSlices(lo, lo+m)
+	srcs[c.rank] = in[c.rank*m : (c.rank+1)*m]
+	c.reducer.Reduce(dt, out, srcs)
 }
 
-func (c *Comm) allGather(out []byte, off, n int) {
+func (c *Comm) allGather(out, in []byte, off int) {
+	n := len(in)
 	for p, s := range c.segs {
-		copy(out[p*n:(p+1)*n], s.payload[off:off+n])
+		slot := out[p*n : (p+1)*n]
+		if p != c.rank {
+			copyCached(slot, s.payload[off:off+n], c.cached)
+			continue
+		}
+		// Our own slot comes from our input, not from our staging: the
+		// same bytes, and nothing when the call is in place (in is this
+		// very slot), where copying from staging would move n bytes for
+		// nothing. The input was just read to stage it, so it is the more
+		// likely of the two to be in cache.
+		if n > 0 && &in[0] != &slot[0] {
+			copyCached(slot, in, c.cached)
+		}
 	}
 }

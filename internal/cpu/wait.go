@@ -13,16 +13,35 @@ import (
 // state even if no wake-up reaches it (a peer that dies cannot wake anyone).
 const sleepSlice = 10 * time.Millisecond
 
-// spinFor returns how long a waiter polls before it sleeps: long enough to
-// ride over a peer's scheduling hiccup without paying a futex wake-up
-// (tens of microseconds), but zero when ranks outnumber cores, where
-// spinning would steal the core the awaited peer needs.
-func spinFor(world int) time.Duration {
+// spinFor returns how long a waiter polls before it sleeps, and whether it
+// yields its core between polls.
+//
+// With a core per rank it polls without yielding for up to 200 us: long
+// enough to ride over a peer's scheduling hiccup without paying a futex
+// wake-up (tens of microseconds).
+//
+// When ranks outnumber cores, polling alone would steal the core that the
+// awaited peer needs, but sleeping at once is slow too: every wait then
+// costs a futex wake-up plus the scheduler's latency in running the woken
+// rank on a busy core (about 100 us per synchronisation at W=4 on 2
+// cores, docs/thresholds.md). So the waiter gives its core away with
+// sched_yield between polls (what Open MPI does when oversubscribed,
+// mpi_yield_when_idle): a peer that shares the core runs at once, and the
+// waiter is back as soon as that peer waits or yields in turn. The yields
+// are bounded like the spin, then it sleeps: a rank waiting on a peer that
+// is busy elsewhere (or on nobody runnable, where sched_yield returns at
+// once) must not burn its core for long.
+func spinFor(world int) (d time.Duration, yield bool) {
 	if world > hostCPUs() {
-		return 0
+		return yieldSpin, true
 	}
-	return 200 * time.Microsecond
+	return 200 * time.Microsecond, false
 }
+
+// yieldSpin bounds the yielding polls of an oversubscribed waiter. At W=4
+// on 2 cores, 50 us, 200 us and 1 ms gave the same times within noise
+// (docs/perf-cpu.md); 200 us matches the plain spin.
+const yieldSpin = 200 * time.Microsecond
 
 // publish stores v into one of this rank's sequence words (a release: every
 // write before it is visible to a peer that reads v) and wakes the peers
@@ -91,7 +110,18 @@ func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) 
 	if atomic.LoadUint64(w) >= target {
 		return true, nil
 	}
-	if c.spin > 0 {
+	if c.spin > 0 && c.yield {
+		start := time.Now()
+		for {
+			schedYield()
+			if atomic.LoadUint64(w) >= target {
+				return true, nil
+			}
+			if time.Since(start) > c.spin {
+				break
+			}
+		}
+	} else if c.spin > 0 {
 		start := time.Now()
 		for i := 1; ; i++ {
 			if atomic.LoadUint64(w) >= target {
