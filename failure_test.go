@@ -24,6 +24,56 @@ func init() {
 	roles["reopen"] = roleReopen
 	roles["abort"] = roleAbort
 	roles["closectx"] = roleCloseCtx
+	roles["killopen"] = roleKillOpen
+	roles["killclose"] = roleKillClose
+}
+
+// roleKillOpen: ranks 0 and 1 are killed while Open waits for the late
+// rank 2, whose Open then fails. Nothing may be left in /dev/shm.
+func roleKillOpen() error {
+	ctx := context.Background()
+	rank := envInt("RANK", -1)
+	if rank == 2 {
+		time.Sleep(time.Second)
+		opts := detcoll.Options{Timeout: 3 * time.Second}
+		if _, err := detcoll.Open(ctx, opts); err == nil {
+			return fmt.Errorf("Open succeeded without ranks 0 and 1")
+		}
+		return nil
+	}
+	time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+	if _, err := openRank(ctx); !errors.Is(err, detcoll.ErrPeerLost) {
+		return fmt.Errorf("Open returned %v before the rank was killed", err)
+	}
+	time.Sleep(time.Second) // rank 0 died first: wait for our own kill
+	return errors.New("not killed")
+}
+
+// roleKillClose: rank 1 dies instead of closing; rank 0's Close fails
+// promptly, naming it, instead of waiting out its timeout.
+func roleKillClose() error {
+	ctx := context.Background()
+	c, err := openRank(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.Barrier(); err != nil {
+		return err
+	}
+	if c.Rank() == 1 {
+		time.Sleep(200 * time.Millisecond)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	start := time.Now()
+	err = c.Close(ctx)
+	var re *detcoll.RankError
+	if !errors.As(err, &re) || re.Rank != 1 {
+		return fmt.Errorf("Close with a dying peer: got %v, want a *RankError naming rank 1", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		return fmt.Errorf("Close took %v", took)
+	}
+	return nil
 }
 
 // roleCloseCtx: rank 1 is slow to close; rank 0's Close gives up when its
@@ -353,6 +403,30 @@ func TestKilledRankFailsEveryRankPromptly(t *testing.T) {
 
 func TestCloseIsAcknowledged(t *testing.T) {
 	ranktest.RequireOK(t, ranktest.Run(t, 3, "close", time.Minute))
+}
+
+// TestKillDuringOpenLeavesNothing kills ranks while Open waits for a late
+// one: no segment may be left behind (ranktest checks the job's shm dir).
+func TestKillDuringOpenLeavesNothing(t *testing.T) {
+	res := ranktest.Run(t, 3, "killopen", time.Minute, "TEST_TIMEOUT_MS=20000")
+	for _, r := range res[:2] {
+		if r.Signal != syscall.SIGKILL {
+			t.Errorf("rank %d was to be killed: %+v", r.Rank, r)
+		}
+	}
+	if res[2].Failed() {
+		t.Errorf("rank 2: %s", res[2].Output)
+	}
+}
+
+func TestPeerDiesDuringClose(t *testing.T) {
+	res := ranktest.Run(t, 2, "killclose", time.Minute, "TEST_TIMEOUT_MS=20000")
+	if res[1].Signal != syscall.SIGKILL {
+		t.Errorf("rank 1 was to be killed: %+v", res[1])
+	}
+	if res[0].Failed() {
+		t.Errorf("rank 0: %s", res[0].Output)
+	}
 }
 
 func TestCloseHonoursContext(t *testing.T) {
