@@ -58,11 +58,8 @@ func roleReduce() error {
 					if err := allReduce(c, dt, in.Bytes(), out.Bytes()); err != nil {
 						return fmt.Errorf("AllReduce %s: %w", what, err)
 					}
-					if err := firstDiff(dt, out.Bytes(), want); err != nil {
+					if err := out.Holds(dt, want); err != nil {
 						return fmt.Errorf("AllReduce %s repeat %d: %w", what, rep, err)
-					}
-					if err := out.Check(); err != nil {
-						return fmt.Errorf("AllReduce %s: %w", what, err)
 					}
 				}
 				if !bytes.Equal(in.Bytes(), ins[rank]) || in.Check() != nil {
@@ -75,10 +72,7 @@ func roleReduce() error {
 				if err := allReduce(c, dt, buf.Bytes(), buf.Bytes()); err != nil {
 					return fmt.Errorf("AllReduce in place %s: %w", what, err)
 				}
-				if err := firstDiff(dt, buf.Bytes(), want); err != nil {
-					return fmt.Errorf("AllReduce in place %s: %w", what, err)
-				}
-				if err := buf.Check(); err != nil {
+				if err := buf.Holds(dt, want); err != nil {
 					return fmt.Errorf("AllReduce in place %s: %w", what, err)
 				}
 
@@ -87,10 +81,7 @@ func roleReduce() error {
 				if err := stagedAllReduce(c, dt, ins[rank], out.Bytes()); err != nil {
 					return fmt.Errorf("staged AllReduce %s: %w", what, err)
 				}
-				if err := firstDiff(dt, out.Bytes(), want); err != nil {
-					return fmt.Errorf("staged AllReduce %s: %w", what, err)
-				}
-				if err := out.Check(); err != nil {
+				if err := out.Holds(dt, want); err != nil {
 					return fmt.Errorf("staged AllReduce %s: %w", what, err)
 				}
 
@@ -101,10 +92,7 @@ func roleReduce() error {
 				if err := reduceScatter(c, dt, rsIn.Bytes(), rsOut.Bytes()); err != nil {
 					return fmt.Errorf("ReduceScatter %s: %w", what, err)
 				}
-				if err := firstDiff(dt, rsOut.Bytes(), rsWant); err != nil {
-					return fmt.Errorf("ReduceScatter %s: %w", what, err)
-				}
-				if err := rsOut.Check(); err != nil {
+				if err := rsOut.Holds(dt, rsWant); err != nil {
 					return fmt.Errorf("ReduceScatter %s: %w", what, err)
 				}
 				if !bytes.Equal(rsIn.Bytes(), rsIns[rank]) {

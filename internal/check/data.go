@@ -181,6 +181,7 @@ func NewGuarded(n, offset int) *Guarded {
 
 func (g *Guarded) Bytes() []byte { return g.all[g.lo:g.hi:g.hi] }
 
+// Check reports a guard byte that changed.
 func (g *Guarded) Check() error {
 	for i, b := range g.all {
 		if (i < g.lo || i >= g.hi) && b != g.guardByte {
@@ -188,6 +189,15 @@ func (g *Guarded) Check() error {
 		}
 	}
 	return nil
+}
+
+// Holds reports whether the output holds want, bit for bit, with its
+// guard bytes intact.
+func (g *Guarded) Holds(dt detcoll.DType, want []byte) error {
+	if err := FirstDiff(dt, g.Bytes(), want); err != nil {
+		return err
+	}
+	return g.Check()
 }
 
 // Typed views raw test bytes as the element type T. The test buffers are

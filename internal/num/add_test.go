@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // addCase is one element type's scalar add, on raw bit patterns, with what
@@ -153,7 +155,7 @@ func TestAddRandom(t *testing.T) {
 	if testing.Short() {
 		n = 200000
 	}
-	seed := testRand(t).Uint64()
+	seed := testseed.Rand(t).Uint64()
 	for ci, c := range addCases {
 		t.Run(c.f.name, func(t *testing.T) {
 			workers := runtime.GOMAXPROCS(0)

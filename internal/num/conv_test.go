@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // TestBFloat16AllPatterns checks decoding, IsNaN, String and the round trips
@@ -273,7 +275,7 @@ func TestFromFloat64Random(t *testing.T) {
 	if testing.Short() {
 		n = 100000
 	}
-	r := testRand(t)
+	r := testseed.Rand(t)
 	for range n {
 		var x float64
 		if r.IntN(3) == 0 {

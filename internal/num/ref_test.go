@@ -3,10 +3,9 @@ package num
 import (
 	"math"
 	"math/big"
-	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // This file holds the test oracle: an independent description of each
@@ -142,21 +141,6 @@ func sameValue(got, want float64) bool {
 	return got == want && math.Signbit(got) == math.Signbit(want)
 }
 
-// testRand returns a generator seeded from DETCOLL_TEST_SEED, or from a fresh
-// random seed, and logs the seed so that a failure can be replayed.
-func testRand(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("DETCOLL_TEST_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 0, 64); err != nil {
-			t.Fatalf("DETCOLL_TEST_SEED=%q: %v", s, err)
-		}
-	}
-	t.Logf("seed %d (set DETCOLL_TEST_SEED to replay)", seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
-}
-
 // TestReference checks the oracle itself on values worked out by hand, and
 // refRound64 against the bigRounder on float32 targets where Go's own
 // float64 -> float32 conversion is a third opinion.
@@ -193,7 +177,7 @@ func TestReference(t *testing.T) {
 			t.Errorf("bigRounder.round(%g, %s) = %g; want %g", c.x, c.f.name, got, c.want)
 		}
 	}
-	r := testRand(t)
+	r := testseed.Rand(t)
 	x := new(big.Float)
 	for range 100000 {
 		// Exponents from below the float32 subnormals to past its overflow.

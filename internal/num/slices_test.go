@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // randBits returns a bit pattern of c's width: a special value one time in
@@ -31,7 +33,7 @@ const guard = 3
 // scalar add, with dst separate, dst the same slice as a, and as b, and that
 // nothing past the end of dst is written.
 func TestSliceKernels(t *testing.T) {
-	r := testRand(t)
+	r := testseed.Rand(t)
 	for _, c := range addCases {
 		for _, n := range sliceLens {
 			for _, alias := range []string{"none", "dst=a", "dst=b"} {

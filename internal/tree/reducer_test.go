@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 var reducible = []num.DType{num.BFloat16Type, num.Float16Type, num.Float32Type, num.Float64Type}
@@ -97,7 +98,7 @@ func reference(dt num.DType, srcs [][]byte) []byte {
 // separate and dst the very same memory as each src in turn. One Reducer is
 // reused throughout, as the backend does. Guard bytes after dst must survive.
 func TestReduce(t *testing.T) {
-	r := testRand(t)
+	r := testseed.Rand(t)
 	var red Reducer
 	for _, dt := range reducible {
 		chunk := chunkBytes / dt.Size()
@@ -188,7 +189,7 @@ func TestReduceIsTree(t *testing.T) {
 // leaves, and T over the k ranks equals T over the 8 leaves bit for bit,
 // for every dtype, computed by Reducer.
 func TestNesting(t *testing.T) {
-	r := testRand(t)
+	r := testseed.Rand(t)
 	var red Reducer
 	const n = 1000
 	for _, dt := range reducible {

@@ -1,8 +1,6 @@
 package tree
 
 import (
-	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
 )
@@ -70,19 +68,4 @@ func TestPanics(t *testing.T) {
 			f()
 		}()
 	}
-}
-
-// testRand returns a generator seeded from DETCOLL_TEST_SEED, or from a fresh
-// random seed, and logs the seed so that a failure can be replayed.
-func testRand(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := rand.Uint64()
-	if s := os.Getenv("DETCOLL_TEST_SEED"); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 0, 64); err != nil {
-			t.Fatalf("DETCOLL_TEST_SEED=%q: %v", s, err)
-		}
-	}
-	t.Logf("seed %d (set DETCOLL_TEST_SEED to replay)", seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15))
 }
