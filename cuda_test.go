@@ -23,15 +23,16 @@ func init() {
 	roles["device-gather"] = roleDeviceGather
 }
 
-// fusedMaxGPU is the cuda backend's single-kernel threshold (bytes), which
-// the sizes below straddle.
-const fusedMaxGPU = 64 << 10
+// llMaxGPU is the cuda backend's default LL threshold at W <= 2 (bytes of
+// input), which the sizes below straddle; they span many of its 4 KiB
+// windows.
+const llMaxGPU = 1 << 20
 
 // deviceReduceCounts are element counts around the cuda paths' thresholds
-// (all-reduce: fusedMaxGPU of input; reduce-scatter: of W*n input) with
-// odd tails, tiny sizes and a large odd one.
+// (all-reduce: llMaxGPU of input; reduce-scatter: of W*n input) with odd
+// tails, tiny sizes and a large odd one.
 func deviceReduceCounts(dt detcoll.DType, w int) []int {
-	f := fusedMaxGPU / dt.Size()
+	f := llMaxGPU / dt.Size()
 	if os.Getenv("TEST_SHORT") != "" {
 		return []int{0, 1, 7, f/w + 1, f + 1, 3*f + 5}
 	}

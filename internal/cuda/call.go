@@ -70,11 +70,11 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 	defer runtime.UnlockOSThread()
 	args := kernelArgs{
 		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
-		Count: sig.Count, Layout: sig.Layout, Op: uint32(sig.Op), DType: uint32(sig.DType),
+		Count: sig.Count, Layout: sig.Layout, LL: uint64(c.llOff), Op: uint32(sig.Op), DType: uint32(sig.DType),
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
 	}
 	for i, st := range steps {
-		args.Flags, args.Mode, args.NWork = st.flags, st.mode, uint32(len(st.work))
+		args.Flags, args.Mode, args.NWork, args.Window = st.flags, st.mode, uint32(len(st.work)), uint64(st.window)
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], st.work)
 		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(st.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}

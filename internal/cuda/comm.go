@@ -48,7 +48,8 @@ type Comm struct {
 	ctx     driver.Context
 	mod     driver.Module
 	fns     [numKernels]driver.Function
-	buf     driver.DevicePtr   // this rank's buffer: control block, then staging
+	buf     driver.DevicePtr   // this rank's buffer: control block, staging, LL area
+	llOff   int                // offset of the LL area in every rank's buffer
 	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
 	opened  []driver.DevicePtr // what IPCOpenMemHandle returned, to close
 	host    driver.HostMem     // abort word and error record
@@ -82,7 +83,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
 		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1,
-		plan: planner{rank: cfg.Rank, world: cfg.World, fusedMax: 64 << 10, block: block},
+		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -158,19 +159,27 @@ func (c *Comm) setupDevice() error {
 		return err
 	}
 	c.plan.maxGrid = 2 * sms
-	c.mod, c.fns, err = loadKernels(c.dev, c.world)
+	c.mod, c.fns, err = loadKernels(c.dev, c.world, c.plan.llMax)
 	return err
 }
 
 // setupBuffers allocates this rank's buffer and the host-mapped record.
 func (c *Comm) setupBuffers() error {
 	const page = 4096
-	size := ctrlSize + int((c.capacity+page-1)/page*page)
+	c.llOff = ctrlSize + int((c.capacity+page-1)/page*page)
+	ll := llAreaSize(c.world, c.plan.llMax)
+	size := c.llOff + ll
 	var err error
 	if c.buf, err = driver.MemAlloc(size); err != nil {
 		return fmt.Errorf("allocate %d bytes of staging: %w", size, err)
 	}
+	c.plan.staging = uint64(c.buf + ctrlSize)
+	// Zero words and flags: no sequence number is 0, so no line of the LL
+	// area carries a call's flag before the call writes it.
 	if err := driver.MemsetD8(c.buf, 0, ctrlSize); err != nil {
+		return err
+	}
+	if err := driver.MemsetD8(c.buf+driver.DevicePtr(c.llOff), 0, ll); err != nil {
 		return err
 	}
 	if c.host, err = driver.MemHostAllocMapped(recSize); err != nil {
@@ -307,21 +316,41 @@ func (c *Comm) hostWord(off int) *atomic.Uint64 {
 }
 
 // String describes the settings that every rank must share.
-func (p planner) String() string { return "fused<=" + strconv.Itoa(p.fusedMax) }
+func (p planner) String() string {
+	return fmt.Sprintf("ll<=%d window=%d", p.llMax, p.llWindow)
+}
 
-// envFusedMax overrides the single-kernel threshold, for measuring it. It
-// is a tuning knob, not API.
-const envFusedMax = "DETCOLL_CUDA_FUSED_MAX"
+// defaultLLMax is the largest image the LL protocol carries by default:
+// 1 MiB at W <= 2, where it beat the staging path on 2 x H200 up to there
+// (docs/gpu-results.md), and less as W grows, since every rank then sends
+// its whole input to W-1 peers and the LL area (llAreaSize) grows with W.
+func defaultLLMax(world int) int { return max(64<<10, (2<<20)/max(world, 2)) }
+
+// defaultLLWindow gives each thread of an LL launch one line (8 bytes) of
+// the image per buffer.
+const defaultLLWindow = 8 * block
+
+// The variables that override the LL defaults for measuring (tuning
+// knobs, not API). Every rank must set the same values.
+const (
+	envLLMax    = "DETCOLL_CUDA_LL_MAX"
+	envLLWindow = "DETCOLL_CUDA_LL_WINDOW"
+)
 
 func (p *planner) fromEnv() error {
-	v := os.Getenv(envFusedMax)
-	if v == "" {
-		return nil
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{envLLMax, &p.llMax}, {envLLWindow, &p.llWindow}} {
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n%64 != 0 || (v.dst == &p.llWindow && n == 0) {
+			return fmt.Errorf("%s=%q: want a byte count >= 0 (> 0 for the window), a multiple of 64", v.name, s)
+		}
+		*v.dst = n
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%s=%q: want a byte count >= 0", envFusedMax, v)
-	}
-	p.fusedMax = n
 	return nil
 }

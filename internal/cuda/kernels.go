@@ -12,23 +12,23 @@ var collectiveSource []byte
 
 // compileOptions are the NVRTC options of the kernels besides the
 // architecture: plain IEEE adds (no contraction into FMA, no flush to
-// zero, which the inline PTX pins down too) and the world size the tree
-// unrolls over.
-func compileOptions(world int) []string {
+// zero, which the inline PTX pins down too), the world size the tree
+// unrolls over and the LL protocol's largest image.
+func compileOptions(world, llMax int) []string {
 	return []string{"--std=c++17", "--fmad=false", "--ftz=false", "--prec-div=true", "--prec-sqrt=true",
-		fmt.Sprintf("-DDC_WORLD=%d", world)}
+		fmt.Sprintf("-DDC_WORLD=%d", world), fmt.Sprintf("-DDC_LL_MAX=%d", llMax)}
 }
 
 // loadKernels compiles (or finds in the disk cache) the kernels for the
 // current context's device and world size, and loads them. The caller
 // holds the context current on a locked thread.
-func loadKernels(dev driver.Device, world int) (driver.Module, [numKernels]driver.Function, error) {
+func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernels]driver.Function, error) {
 	var fns [numKernels]driver.Function
 	arch, err := dev.Arch()
 	if err != nil {
 		return 0, fns, err
 	}
-	cubin, err := driver.BuildKernel(collectiveSource, "collective.cu", arch, compileOptions(world))
+	cubin, err := driver.BuildKernel(collectiveSource, "collective.cu", arch, compileOptions(world, llMax))
 	if err != nil {
 		return 0, fns, fmt.Errorf("compile the kernels for %s: %w", arch, err)
 	}

@@ -21,7 +21,14 @@ const (
 	offCountReduced = 832
 	offCountDone    = 896
 	offPeers        = 1024 // every rank's buffer as mapped by this rank
+	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
 	ctrlSize        = 4096 // keeps the staging page aligned
+
+	// The LL area (after the staging): receive slots [2][world] of
+	// llSlot(llMax) bytes, each a signature header of llHeader bytes and
+	// two bytes of lines per image byte; then world scratch images of
+	// llMax bytes.
+	llHeader = 128
 
 	recAbort   = 0 // raised by the host: a statusWord naming the culprit
 	recValid   = 64
@@ -48,7 +55,15 @@ const (
 	flagCompute             // produce the outputs (mode)
 	flagReduced             // reduced = seq
 	flagDone                // done = seq
+	flagLL                  // the whole call in one launch, by the LL protocol
 )
+
+// llSlot is the bytes of one LL receive slot for images of up to llMax
+// bytes.
+func llSlot(llMax int) int { return llHeader + 2*llMax }
+
+// llAreaSize is the bytes of a rank's LL area.
+func llAreaSize(world, llMax int) int { return 2*world*llSlot(llMax) + world*llMax }
 
 // Compute modes.
 const (
@@ -93,6 +108,7 @@ type work struct {
 type kernelArgs struct {
 	Self, Host, Timeout      uint64
 	Count, Layout            uint64
+	LL, Window               uint64
 	Op, DType, Root, NBuf    uint32
 	Rank, Flags, Mode, NWork uint32
 	Work                     [maxWork]work

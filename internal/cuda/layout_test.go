@@ -23,12 +23,12 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		"DC_OFF_STAGE": offStage, "DC_OFF_DONE": offDone, "DC_OFF_REDUCED": offReduced,
 		"DC_OFF_STATUS": offStatus, "DC_OFF_SIG": offSig, "DC_SIG_WORDS": sigWords, "DC_OFF_CLAIM": offClaim,
 		"DC_OFF_COUNT_STAGE": offCountStage, "DC_OFF_COUNT_REDUCED": offCountReduced, "DC_OFF_COUNT_DONE": offCountDone,
-		"DC_OFF_PEERS": offPeers, "DC_CTRL_SIZE": ctrlSize,
+		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
 		"DC_REC_ABORT": recAbort, "DC_REC_VALID": recValid, "DC_REC_CODE": recCode, "DC_REC_PHASE": recPhase,
 		"DC_REC_OP": recOp, "DC_REC_SEQ": recSeq, "DC_REC_MISSING": recMissing, "DC_REC_AUX": recAux, "DC_REC_SIGS": recSigs,
 		"DC_F_NEW": flagNew, "DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
 		"DC_F_READY": flagReady, "DC_F_WAIT_RED": flagWaitRed, "DC_F_COMPUTE": flagCompute, "DC_F_REDUCED": flagReduced,
-		"DC_F_DONE":    flagDone,
+		"DC_F_DONE": flagDone, "DC_F_LL": flagLL,
 		"DC_MODE_NONE": modeNone, "DC_MODE_REDUCE": modeReduce, "DC_MODE_RSHARD": modeRShard, "DC_MODE_RINPLACE": modeRInPlace,
 		"DC_MODE_GATHER": modeGather, "DC_MODE_GSHARDS": modeGShards, "DC_MODE_BCAST": modeBcast,
 		"DC_CODE_TIMEOUT": codeTimeout, "DC_CODE_MISMATCH": codeMismatch, "DC_CODE_PEER": codePeer, "DC_CODE_ABORT": codeAbort,
@@ -44,14 +44,17 @@ func TestLayoutMatchesKernels(t *testing.T) {
 			t.Errorf("%s: collective.cu says %d, Go says %d", name, got, v)
 		}
 	}
-	if got := defines["DC_OFF_PEERS"] + 8*maxWorld; got > ctrlSize {
-		t.Errorf("the peer table ends at %d, past the control block (%d)", got, ctrlSize)
+	if got := offPeers + 8*maxWorld; got > offAck {
+		t.Errorf("the peer table ends at %d, past the ack array (%d)", got, offAck)
 	}
-	// struct Args: 5 u64, 8 u32, then DC_MAX_WORK Works of 4 u64.
-	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(5*8+8*4+maxWork*32); got != want {
+	if got := offAck + 8*maxWorld; got > ctrlSize {
+		t.Errorf("the ack array ends at %d, past the control block (%d)", got, ctrlSize)
+	}
+	// struct Args: 7 u64, 8 u32, then DC_MAX_WORK Works of 4 u64.
+	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(7*8+8*4+maxWork*32); got != want {
 		t.Errorf("kernelArgs is %d bytes, struct Args %d", got, want)
 	}
-	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 72 {
-		t.Errorf("kernelArgs.Work at %d, struct Args.work at 72", got)
+	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 88 {
+		t.Errorf("kernelArgs.Work at %d, struct Args.work at 88", got)
 	}
 }

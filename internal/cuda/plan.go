@@ -41,17 +41,22 @@ type step struct {
 	flags  uint32
 	mode   uint32
 	work   []work
+	window int // LL: image bytes per block
 }
 
 // planner turns a call into launches. It is pure: the thresholds and the
 // grid limit come in as fields, so tests run it without a GPU.
 type planner struct {
 	rank, world int
-	// fusedMax is the largest call, in bytes, that one single-block kernel
-	// runs whole (reserve, copy in, publish, wait, check, compute, done):
-	// the staged bytes for reductions and broadcasts, the gathered output
-	// for gathers. Larger calls take several launches of many blocks.
-	fusedMax int
+	// llMax is the largest image, in bytes, that the LL protocol carries
+	// in one launch: the call's inputs as base.StagingLayout lays them out.
+	// Larger calls take the staging path's launches of many blocks.
+	llMax int
+	// llWindow is the image bytes each block of an LL launch handles.
+	llWindow int
+	// staging is the device address of this rank's staging, where the
+	// input of an AllReduceStaged call lies.
+	staging uint64
 	// block is the threads per block; maxGrid caps the blocks of a launch
 	// (loops stride over the rest).
 	block, maxGrid int
@@ -90,12 +95,12 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 	if staged {
 		front = flagNew | flagPublish // Stage reserved; the input is in place
 	}
-	size := total
-	if mode == modeGather {
-		size = total * p.world
-	}
-	if len(works) <= maxWork && size <= p.fusedMax {
-		return []step{{kernel: kern, grid: 1, flags: front | flagReady | flagCompute | flagDone, mode: mode, work: works}}
+	if len(works) <= maxWork && total <= p.llMax {
+		if staged {
+			works[0].In = p.staging
+		}
+		grid, window := p.llGrid(total)
+		return []step{{kernel: kern, grid: grid, flags: flagNew | flagLL, mode: mode, work: works, window: window}}
 	}
 	if mode == modeReduce && p.world > 1 {
 		// Reduce-scatter into place, then gather the summed shards.
@@ -137,6 +142,19 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 // reserve returns the launch of Stage: wait until the staging is free.
 func (p planner) reserve() step {
 	return step{kernel: kernelCopy, grid: 1, flags: flagNew | flagReserve}
+}
+
+// llGrid returns the blocks of an LL launch for an image of n bytes and
+// the bytes each handles: llWindow, or more where that would take more
+// than maxGrid blocks. Windows are whole 64-byte lines, so that no element
+// straddles two.
+func (p planner) llGrid(n int) (grid, window int) {
+	window = p.llWindow
+	if n > window*p.maxGrid {
+		window = (n + p.maxGrid - 1) / p.maxGrid
+		window = (window + 63) / 64 * 64
+	}
+	return max(1, (n+window-1)/window), window
 }
 
 // grid returns the blocks for a launch that moves n bytes per buffer: one

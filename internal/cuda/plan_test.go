@@ -8,14 +8,15 @@ import (
 )
 
 func testPlanner(rank, world int) planner {
-	return planner{rank: rank, world: world, fusedMax: 64 << 10, block: 512, maxGrid: 264}
+	return planner{rank: rank, world: world, llMax: 64 << 10, llWindow: 16 << 10, staging: 1 << 40, block: 512, maxGrid: 264}
 }
 
 func buf(addr uint64, n int) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr, Len: n}} }
 
-// TestPlanPaths checks which launches each call gets: every call
-// publishes its stage exactly once, waits for the peers' stage exactly
-// once, publishes done last, and its first launch starts a new call.
+// TestPlanPaths checks which launches each call gets: an LL call is one
+// launch that starts a new call; on the staging path every call publishes
+// its stage exactly once, waits for the peers' stage exactly once,
+// publishes done last, and its first launch starts a new call.
 func TestPlanPaths(t *testing.T) {
 	many := func(op base.Op, k, n, w int) *base.DeviceRequest {
 		r := &base.DeviceRequest{Op: op, DType: num.Float32Type}
@@ -40,8 +41,8 @@ func TestPlanPaths(t *testing.T) {
 		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeNone, modeReduce}},
 		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
 		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []uint32{modeReduce}},
-		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 32<<10), Out: buf(1<<20, 64<<10)}, 2, []uint32{modeGather}},
-		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 32<<10+1), Out: buf(1<<20, 64<<10+2)}, 2, []uint32{modeNone, modeGather}},
+		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10), Out: buf(1<<20, 128<<10)}, 2, []uint32{modeGather}},
+		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10+1), Out: buf(1<<20, 128<<10+2)}, 2, []uint32{modeNone, modeGather}},
 		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []uint32{modeNone}},
 		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []uint32{modeNone, modeNone, modeRShard, modeRShard}},
 		{"gather many, fused", many(base.OpAllGatherMany, 8, 64, 4), 4, []uint32{modeGather}},
@@ -50,6 +51,16 @@ func TestPlanPaths(t *testing.T) {
 			steps := testPlanner(0, tc.world).plan(tc.req)
 			if len(steps) != len(tc.modes) {
 				t.Fatalf("%d launches, want %d: %+v", len(steps), len(tc.modes), steps)
+			}
+			if steps[0].flags&flagLL != 0 {
+				if len(steps) != 1 || steps[0].flags != flagNew|flagLL {
+					t.Fatalf("an LL call is one launch with flags NEW|LL: %+v", steps)
+				}
+				_, total := base.StagingLayout(tc.req.InputSizes())
+				if g, w := steps[0].grid, steps[0].window; g < 1 || g > 264 || w%64 != 0 || g*w < total {
+					t.Errorf("LL launch of %d blocks of %d bytes", g, w)
+				}
+				return
 			}
 			count := map[uint32]int{}
 			for i, s := range steps {
@@ -88,6 +99,31 @@ func TestPlanPaths(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanStagedLLReadsTheStaging: a small staged all-reduce takes its
+// input from this rank's staging.
+func TestPlanStagedLLReadsTheStaging(t *testing.T) {
+	p := testPlanner(0, 2)
+	s := p.plan(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)})
+	if len(s) != 1 || s[0].work[0].In != p.staging {
+		t.Errorf("staged LL call reads %#x, want the staging %#x: %+v", s[0].work[0].In, p.staging, s)
+	}
+}
+
+// TestPlanLLGrid: windows are whole 64-byte lines, cover the image, and
+// grow rather than exceed the grid limit.
+func TestPlanLLGrid(t *testing.T) {
+	p := testPlanner(0, 2)
+	for _, tc := range []struct{ n, grid, window int }{
+		{0, 1, 16 << 10}, {1, 1, 16 << 10}, {16 << 10, 1, 16 << 10}, {16<<10 + 1, 2, 16 << 10},
+		{264 * 16 << 10, 264, 16 << 10}, {264*16<<10 + 64, 263, 16<<10 + 64}, {1 << 30, 264, 4067264},
+	} {
+		g, w := p.llGrid(tc.n)
+		if g != tc.grid || w != tc.window || w%64 != 0 || g*w < tc.n {
+			t.Errorf("llGrid(%d) = %d x %d, want %d x %d", tc.n, g, w, tc.grid, tc.window)
+		}
 	}
 }
 

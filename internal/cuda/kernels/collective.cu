@@ -22,6 +22,22 @@
 // Sequence values are read from device memory when the kernel runs, never
 // passed by the host, so captured graphs replay correctly.
 //
+// A rank's done is also pushed into every peer's control block (its ack
+// array), so that RESERVE polls this rank's own memory, not a peer's over
+// NVLink.
+//
+// Small calls take one launch of a different protocol (flag LL, run_ll):
+// every rank pushes its input into each peer's memory as LL lines, 16 bytes
+// holding 8 bytes of data and the call's flag twice (each 8-byte half is one
+// single-copy-atomic access, so a line whose halves both carry the flag
+// holds this call's data). A rank therefore polls only its own memory and
+// the data arrives with its flag: one NVLink crossing on the critical path
+// instead of a round trip per poll and per read. The receive areas are
+// double buffered (slot = seq & 1), so a rank may write slot s once every
+// peer acked the call two back. A rank unpacks what it received into its
+// scratch images, one per rank, and computes from them exactly as the
+// staging path computes from the stagings: same tree, same bits.
+//
 // A launch of several blocks publishes through its last block (an atomic
 // count, reset for the next launch). No block ever waits for another block
 // of its own launch: blocks wait only on words that earlier launches (here
@@ -57,7 +73,18 @@ typedef unsigned short u16;
 #define DC_OFF_COUNT_REDUCED 832
 #define DC_OFF_COUNT_DONE 896
 #define DC_OFF_PEERS 1024
+#define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
 #define DC_CTRL_SIZE 4096
+
+// The LL area of a rank's buffer, at Args.ll: receive[2 slots][kWorld
+// senders] of DC_LL_SLOT bytes, then scratch[kWorld] of DC_LL_MAX bytes. A
+// receive slot holds the sender's signature (DC_LL_HDR bytes of lines), then
+// the lines of its image: image byte x at line x/8. Must match layout.go.
+#ifndef DC_LL_MAX
+#error "compile with -DDC_LL_MAX=<largest LL image in bytes>"
+#endif
+#define DC_LL_HDR 128
+#define DC_LL_SLOT (DC_LL_HDR + 2 * DC_LL_MAX)
 
 // Host-mapped error record (bytes). Must match layout.go.
 #define DC_REC_ABORT 0
@@ -79,6 +106,7 @@ typedef unsigned short u16;
 #define DC_F_COMPUTE 64
 #define DC_F_REDUCED 128
 #define DC_F_DONE 256
+#define DC_F_LL 512  // the whole call in one launch, by the LL protocol
 
 #define DC_MODE_NONE 0
 #define DC_MODE_REDUCE 1
@@ -119,6 +147,22 @@ typedef unsigned short u16;
 #define DC_CHECK_EVERY 8
 #endif
 #define DC_ABORT_EVERY 1024
+// Waits shorter than this read nothing but the awaited word: a poller that
+// is waiting for a peer's status read over NVLink (~1 us) notices its own
+// word late, and short waits are the common case.
+#define DC_QUIET_NS 20000
+// What a wait also looks for, after DC_QUIET_NS, to tell a peer that took
+// the other protocol for this call (the protocol follows from the
+// signature, so that is a mismatch) from a late one.
+#define DC_PROBE_NONE 0
+#define DC_PROBE_HEADER 1  // staging path: the peer's LL header for this call has arrived
+#define DC_PROBE_STAGE 2   // LL: the peer published stage for this call, without an LL header
+// What a wait returns when it stops because this rank has already failed
+// (another thread or block found why): nothing new to record.
+#define DC_STOP 99
+// fail_block's word for waits on LL lines: the missing ranks are those
+// whose lines this block timed out on.
+#define DC_WORD_LINES 0xffffffffffffffffull
 
 static_assert(DC_WORLD >= 1 && DC_WORLD <= DC_MAX_WORLD, "world size out of range");
 constexpr int kWorld = DC_WORLD;
@@ -135,6 +179,8 @@ struct Args {
   u64 host;     // the host-mapped error record
   u64 timeout;  // ns
   u64 count, layout;
+  u64 ll;      // offset of the LL area in every rank's buffer
+  u64 window;  // LL: bytes of the image each block handles
   u32 op, dtype, root, nbuf;  // with count and layout: the signature
   u32 rank, flags, mode, nwork;
   Work work[DC_MAX_WORK];
@@ -332,6 +378,9 @@ struct Elem<BF16> {
   __device__ static V4 add4(V4 a, V4 b) {
     return V4{BF16::add2(a.x, b.x), BF16::add2(a.y, b.y), BF16::add2(a.z, b.z), BF16::add2(a.w, b.w)};
   }
+  __device__ static u64 add8(u64 a, u64 b) {
+    return BF16::add2((u32)a, (u32)b) | (u64)BF16::add2((u32)(a >> 32), (u32)(b >> 32)) << 32;
+  }
 };
 template <>
 struct Elem<F16> {
@@ -340,6 +389,9 @@ struct Elem<F16> {
   __device__ static V4 add4(V4 a, V4 b) {
     return V4{F16::add2(a.x, b.x), F16::add2(a.y, b.y), F16::add2(a.z, b.z), F16::add2(a.w, b.w)};
   }
+  __device__ static u64 add8(u64 a, u64 b) {
+    return F16::add2((u32)a, (u32)b) | (u64)F16::add2((u32)(a >> 32), (u32)(b >> 32)) << 32;
+  }
 };
 template <>
 struct Elem<F32> {
@@ -347,6 +399,9 @@ struct Elem<F32> {
   __device__ static void store(u64 p, u32 v) { st_u32(p, v); }
   __device__ static V4 add4(V4 a, V4 b) {
     return V4{F32::add(a.x, b.x), F32::add(a.y, b.y), F32::add(a.z, b.z), F32::add(a.w, b.w)};
+  }
+  __device__ static u64 add8(u64 a, u64 b) {
+    return F32::add((u32)a, (u32)b) | (u64)F32::add((u32)(a >> 32), (u32)(b >> 32)) << 32;
   }
 };
 template <>
@@ -358,6 +413,7 @@ struct Elem<F64> {
     u64 hi = F64::add((u64)a.z | ((u64)a.w << 32), (u64)b.z | ((u64)b.w << 32));
     return V4{(u32)lo, (u32)(lo >> 32), (u32)hi, (u32)(hi >> 32)};
   }
+  __device__ static u64 add8(u64 a, u64 b) { return F64::add(a, b); }
 };
 
 // ---- per-launch state in shared memory -----------------------------------
@@ -368,6 +424,12 @@ __shared__ u64 s_seq;
 __shared__ volatile int s_fail;
 __shared__ u32 s_code[kWorld];
 __shared__ u64 s_aux[kWorld];
+__shared__ u64 s_ack[kWorld];  // LL: the peers' acks as the launch began
+// The peers' signatures as their LL headers brought them (word k of rank p
+// at p * DC_SIG_WORDS + k, valid where s_sig_ok is set): what record
+// reports for a peer whose control block holds an older signature.
+__shared__ u64 s_sig[kWorld * DC_SIG_WORDS];
+__shared__ unsigned char s_sig_ok[kWorld * DC_SIG_WORDS];
 __shared__ int s_last;
 
 // ---- the tree T --------------------------------------------------------
@@ -397,15 +459,31 @@ struct Tree<E, LO, 1> {
   __device__ static __forceinline__ V4 vec(u64 off) { return ld_v4(s_pay[LO] + off); }
 };
 
+// TreeR is T over values in registers: v[p] holds 8 bytes of rank p's
+// input, and the result is the 8 bytes of sums, lane by lane, each the
+// same expression as Tree's.
+template <class E, int LO, int N>
+struct TreeR {
+  static constexpr int P = pow2below(N);
+  __device__ static __forceinline__ u64 eval(const u64* v) {
+    return Elem<E>::add8(TreeR<E, LO, P>::eval(v), TreeR<E, LO + P, N - P>::eval(v));
+  }
+};
+template <class E, int LO>
+struct TreeR<E, LO, 1> {
+  __device__ static __forceinline__ u64 eval(const u64* v) { return v[LO]; }
+};
+
 __device__ __forceinline__ u64 gtid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ u64 gstride() { return (u64)gridDim.x * blockDim.x; }
 
 // reduce_range writes n elements to dst: element i is T over every rank's
 // staging at byte offset off + i*size. Where dst and off agree modulo 16
 // the body moves 16-byte vectors, with scalar head and tail; otherwise it
-// is all scalar. Each element is the same expression either way.
+// is all scalar. Each element is the same expression either way. Thread g
+// of st threads takes every st-th vector (the grid, or one block).
 template <class E>
-__device__ void reduce_range(u64 dst, u64 off, u64 n) {
+__device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
   constexpr u64 S = sizeof(typename E::T), V = 16 / S;
   u64 head = n, nv = 0;
   if (((dst - off) & 15) == 0) {
@@ -413,7 +491,6 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n) {
     if (head > n) head = n;
     nv = (n - head) / V;
   }
-  const u64 g = gtid(), st = gstride();
   for (u64 i = g; i < head; i += st) Elem<E>::store(dst + i * S, Tree<E, 0, kWorld>::one(off + i * S));
   const u64 vd = dst + head * S, vo = off + head * S;
   for (u64 i = g; i < nv; i += st) st_v4(vd + 16 * i, Tree<E, 0, kWorld>::vec(vo + 16 * i));
@@ -422,10 +499,11 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n) {
 
 // copy_bytes copies n bytes: 16-byte stores to dst wherever dst is aligned,
 // loading src in the widest unit its alignment relative to dst allows.
-__device__ void copy_bytes(u64 dst, u64 src, u64 n) {
+// Thread g of st threads takes every st-th vector.
+__device__ void copy_bytes(u64 dst, u64 src, u64 n, u64 g, u64 st) {
   u64 head = (16 - (dst & 15)) & 15;
   if (head > n) head = n;
-  const u64 nv = (n - head) / 16, g = gtid(), st = gstride();
+  const u64 nv = (n - head) / 16;
   for (u64 i = g; i < head; i += st) st_u8(dst + i, ld_u8(src + i));
   const u64 d = dst + head, s = src + head, rel = (dst ^ src) & 15;
   if (rel == 0) {
@@ -496,11 +574,14 @@ __device__ void record(const Args& a, u32 code, u32 phase, u64 aux, u64 missing)
   st_vol(a.host + DC_REC_AUX, aux);
   u64 mine[DC_SIG_WORDS];
   own_signature(a, seq, mine);
-  for (int p = 0; p < kWorld; p++)
+  for (int p = 0; p < kWorld; p++) {
+    bool header = true;
+    for (int k = 0; k < DC_SIG_WORDS; k++) header = header && s_sig_ok[p * DC_SIG_WORDS + k];
     for (int k = 0; k < DC_SIG_WORDS; k++) {
-      u64 v = p == (int)a.rank ? mine[k] : ld_vol(s_ctrl[p] + DC_OFF_SIG + 8 * k);
+      u64 v = p == (int)a.rank ? mine[k] : header ? s_sig[p * DC_SIG_WORDS + k] : ld_vol(s_ctrl[p] + DC_OFF_SIG + 8 * k);
       st_vol(a.host + DC_REC_SIGS + 8 * (p * DC_SIG_WORDS + k), v);
     }
+  }
   // What the peers learn: a peer's failure or the host's abort is passed
   // on as it is (kind and culprit); a timeout names the first missing rank.
   u64 status = aux;
@@ -516,9 +597,61 @@ __device__ void record(const Args& a, u32 code, u32 phase, u64 aux, u64 missing)
   st_release(a.self + DC_OFF_STATUS, status);
 }
 
+// ---- LL lines --------------------------------------------------------------
+
+// st_line writes 8 data bytes as one LL line: two 8-byte halves, each 4
+// data bytes and the flag, each half one single-copy-atomic access.
+__device__ __forceinline__ void st_line(u64 p, u64 v, u32 flag) {
+  const u64 f = (u64)flag << 32;
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"((v & 0xffffffffull) | f), "l"((v >> 32) | f)
+               : "memory");
+}
+
+// ld_line reads the line at p into *v and reports whether both halves
+// carry flag, i.e. whether *v is this call's data.
+__device__ __forceinline__ bool ld_line(u64 p, u32 flag, u64* v) {
+  u64 x, y;
+  ld_vol2(p, &x, &y);
+  *v = (x & 0xffffffffull) | (y << 32);
+  return (u32)(x >> 32) == flag && (u32)(y >> 32) == flag;
+}
+
+// ll_slot returns the receive slot, in the buffer at base, that rank from
+// writes for call seq.
+__device__ __forceinline__ u64 ll_slot(const Args& a, u64 base, u64 seq, int from) {
+  return base + a.ll + ((seq & 1) * kWorld + from) * (u64)DC_LL_SLOT;
+}
+
+// ll_header_seen reports whether peer p's LL header for call seq has
+// arrived here whole, and keeps its signature for record.
+__device__ bool ll_header_seen(const Args& a, int p, u64 seq) {
+  const u64 src = ll_slot(a, a.self, seq, p);
+  u64 v[DC_SIG_WORDS];
+  bool all = true;
+#pragma unroll
+  for (int k = 0; k < DC_SIG_WORDS; k++) all = ld_line(src + 16 * k, (u32)seq, &v[k]) && all;
+  if (!all) return false;
+  for (int k = 0; k < DC_SIG_WORDS; k++) {
+    s_sig[p * DC_SIG_WORDS + k] = v[k];
+    s_sig_ok[p * DC_SIG_WORDS + k] = 1;
+  }
+  return true;
+}
+
+// ---- waits -------------------------------------------------------------------
+
+// watched returns the address of the word a thread of this rank polls
+// for peer p: the acks peers push here (DC_OFF_ACK), or a word of the
+// peer's own control block, read over NVLink.
+__device__ __forceinline__ u64 watched(const Args& a, int p, u64 word) {
+  return word == DC_OFF_ACK ? a.self + DC_OFF_ACK + 8 * p : s_ctrl[p] + word;
+}
+
 // fail_block ends a block whose threads set s_code/s_aux: thread 0 records
 // the most telling cause (a peer's own report, then an abort, then a
-// mismatch, then a timeout with every rank still missing).
+// mismatch, then a timeout with every rank still missing). For a timeout
+// the missing ranks are those whose word is below target, or, for waits on
+// LL lines (DC_WORD_LINES), those a thread of this block timed out on.
 __device__ void fail_block(const Args& a, u64 word, u64 target, u32 phase) {
   if (threadIdx.x != 0) return;
   u32 code = 0;
@@ -533,46 +666,74 @@ __device__ void fail_block(const Args& a, u64 word, u64 target, u32 phase) {
       }
   u64 missing = 0;
   if (code == DC_CODE_TIMEOUT)
-    for (int p = 0; p < kWorld; p++)
-      if (p != (int)a.rank && ld_acquire(s_ctrl[p] + word) < target) missing |= 1ull << p;
+    for (int p = 0; p < kWorld; p++) {
+      if (p == (int)a.rank) continue;
+      const bool late = word == DC_WORD_LINES ? s_code[p] == DC_CODE_TIMEOUT : ld_acquire(watched(a, p, word)) < target;
+      if (late) missing |= 1ull << p;
+    }
   if (code != 0) record(a, code, phase, aux, missing);
 }
 
-// wait_all waits until the word at byte offset word of every peer's
-// control block is at least target; thread p polls peer p. It returns
-// false, after recording why, if the wait failed.
-__device__ bool wait_all(const Args& a, u64 word, u64 target, u32 phase) {
+// Waiter bounds one thread's wait on peer p: every wait ends at the
+// timeout, at the peer's failure (its status word), at the host's abort
+// word, when this rank failed elsewhere, or, with a probe, when the peer
+// is found to run another protocol for call seq. Call check once per poll.
+struct Waiter {
+  u64 t0, seq;
+  u32 i, probe;
+  int peer;
+  __device__ Waiter(int p, u32 probe_ = DC_PROBE_NONE, u64 seq_ = 0)
+      : t0(now_ns()), seq(seq_), i(0), probe(probe_), peer(p) {}
+
+  // check returns 0 to keep waiting, DC_STOP when this rank has failed
+  // already, or the code to record (with *aux) for this wait.
+  __device__ u32 check(const Args& a, u64* aux) {
+    nap();
+    if ((++i & (DC_CHECK_EVERY - 1)) != 0) return 0;
+    if (s_fail) return DC_STOP;
+    const u64 waited = now_ns() - t0;
+    if (waited < DC_QUIET_NS) return 0;
+    // The loads in flight together (NVLink, local, PCIe), then checked.
+    const u64 vs = ld_vol(s_ctrl[peer] + DC_OFF_STATUS), own = ld_vol(a.self + DC_OFF_STATUS),
+              va = (i & (DC_ABORT_EVERY - 1)) == 0 ? ld_vol(a.host + DC_REC_ABORT) : 0;
+    if (vs != 0) {
+      *aux = vs;
+      return DC_CODE_PEER;
+    }
+    if (va != 0) {
+      *aux = va;
+      return DC_CODE_ABORT;
+    }
+    if (own != 0) return DC_STOP;
+    if (probe == DC_PROBE_HEADER && ll_header_seen(a, peer, seq)) return DC_CODE_MISMATCH;
+    if (probe == DC_PROBE_STAGE && ld_acquire(s_ctrl[peer] + DC_OFF_STAGE) >= seq && !ll_header_seen(a, peer, seq))
+      return DC_CODE_MISMATCH;
+    return waited > a.timeout ? DC_CODE_TIMEOUT : 0;
+  }
+};
+
+// wait_all waits until, for every peer p, the word watched(a, p, word) is
+// at least target; thread p polls for peer p. It returns false, after
+// recording why, if the wait failed. probe: see Waiter (target is the
+// call's seq then).
+__device__ bool wait_all(const Args& a, u64 word, u64 target, u32 phase, u32 probe = DC_PROBE_NONE) {
   const u32 t = threadIdx.x;
   if (t < kWorld && t != a.rank) {
-    const u64 w = s_ctrl[t] + word, status = s_ctrl[t] + DC_OFF_STATUS, abort = a.host + DC_REC_ABORT;
-    const u64 t0 = now_ns();
-    for (u32 i = 1; ld_acquire(w) < target; i++) {
-      if (s_fail) break;
-      if ((i & (DC_CHECK_EVERY - 1)) == 0) {
-        // Both loads in flight at once (NVLink and PCIe), then checked.
-        const u64 vs = ld_vol(status), va = (i & (DC_ABORT_EVERY - 1)) == 0 ? ld_vol(abort) : 0;
-        u64 v = 0;
-        u32 code = 0;
-        if (vs != 0) {
-          code = DC_CODE_PEER;
-          v = vs;
-        } else if (va != 0) {
-          code = DC_CODE_ABORT;
-          v = va;
-        } else if (now_ns() - t0 > a.timeout) {
-          code = DC_CODE_TIMEOUT;
-        }
-        if (code != 0) {
-          // A peer that failed after publishing what we wait for (it
-          // found a mismatch, say) must not hide it: progress wins.
-          if (ld_acquire(w) >= target) break;
-          s_code[t] = code;
-          s_aux[t] = v;
-          s_fail = 1;
-          break;
-        }
+    const u64 w = watched(a, t, word);
+    Waiter wt(t, probe, target);
+    while (ld_acquire(w) < target) {
+      u64 aux = 0;
+      const u32 code = wt.check(a, &aux);
+      if (code == 0) continue;
+      // A peer that failed after publishing what we wait for (it found a
+      // mismatch, say) must not hide it: progress wins.
+      if (code != DC_STOP && ld_acquire(w) >= target) break;
+      if (code != DC_STOP) {
+        s_code[t] = code;
+        s_aux[t] = aux;
       }
-      nap();
+      s_fail = 1;
+      break;
     }
   }
   sync_block();
@@ -637,68 +798,342 @@ __device__ bool last_block(const Args& a, u64 counter) {
 
 template <class E>
 __device__ void compute(const Args& a, const Work& w) {
-  const u64 own = s_pay[a.rank];
+  const u64 own = s_pay[a.rank], g = gtid(), st = gstride();
   switch (a.mode) {
     case DC_MODE_GATHER:
-      for (int p = 0; p < kWorld; p++) copy_bytes(w.out + p * w.bytes, s_pay[p] + w.off, w.bytes);
+      for (int p = 0; p < kWorld; p++) copy_bytes(w.out + p * w.bytes, s_pay[p] + w.off, w.bytes, g, st);
       break;
     case DC_MODE_GSHARDS:
       for (int p = 0; p < kWorld; p++) {
         u64 lo, hi;
         shard(p, w.bytes, &lo, &hi);
-        copy_bytes(w.out + lo, s_pay[p] + w.off + lo, hi - lo);
+        copy_bytes(w.out + lo, s_pay[p] + w.off + lo, hi - lo, g, st);
       }
       break;
     case DC_MODE_BCAST:
-      if (a.rank != a.root) copy_bytes(w.out, s_pay[a.root] + w.off, w.bytes);
+      if (a.rank != a.root) copy_bytes(w.out, s_pay[a.root] + w.off, w.bytes, g, st);
       break;
     default:
       if constexpr (E::reduces) {
         constexpr u64 S = sizeof(typename E::T);
         if (a.mode == DC_MODE_REDUCE) {
-          reduce_range<E>(w.out, w.off, w.bytes / S);
+          reduce_range<E>(w.out, w.off, w.bytes / S, g, st);
         } else if (a.mode == DC_MODE_RSHARD) {
           const u64 n = w.bytes / kWorld;
-          reduce_range<E>(w.out, w.off + a.rank * n, n / S);
+          reduce_range<E>(w.out, w.off + a.rank * n, n / S, g, st);
         } else if (a.mode == DC_MODE_RINPLACE) {
           u64 lo, hi;
           shard(a.rank, w.bytes, &lo, &hi);
-          reduce_range<E>(own + w.off + lo, w.off + lo, (hi - lo) / S);
+          reduce_range<E>(own + w.off + lo, w.off + lo, (hi - lo) / S, g, st);
         }
       }
   }
 }
 
+// publish_stage writes this call's signature, then stage = seq: the
+// release orders the signature before it for a peer that acquires stage.
+__device__ void publish_stage(const Args& a, u64 seq) {
+  u64 mine[DC_SIG_WORDS];
+  own_signature(a, seq, mine);
+  for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
+  st_release(a.self + DC_OFF_STAGE, seq);
+}
+
+// publish_done sets done = seq here and pushes it into every peer's ack
+// array. Called by every thread of the last block, after last_block.
+__device__ void publish_done(const Args& a, u64 seq) {
+  const u32 t = threadIdx.x;
+  if (t < kWorld) st_release(t == a.rank ? a.self + DC_OFF_DONE : s_ctrl[t] + DC_OFF_ACK + 8 * a.rank, seq);
+}
+
+// ---- the LL protocol -----------------------------------------------------
+
+// ll_range returns the image bytes [lo, hi) of w that rank from sends to
+// rank to, widened to whole lines: the receiver's share of a reduce-scatter,
+// nothing from a broadcast's other ranks, all of it otherwise. Sender and
+// receiver evaluate it alike, so the receiver waits for exactly the lines
+// the sender writes.
+__device__ void ll_range(const Args& a, const Work& w, int from, int to, u64* lo, u64* hi) {
+  u64 b = w.off, e = w.off + w.bytes;
+  if (a.mode == DC_MODE_RSHARD) {
+    const u64 n = w.bytes / kWorld;
+    b += to * n;
+    e = b + n;
+  } else if (a.mode == DC_MODE_BCAST && from != (int)a.root) {
+    e = b;
+  }
+  *lo = b & ~7ull;
+  *hi = (e + 7) & ~7ull;
+}
+
+// ll_wait waits until the line at p, sent by peer, carries call seq's
+// flag. false: the wait failed (s_fail is set, and s_code[peer] if this
+// thread saw why).
+__device__ bool ll_wait(const Args& a, u64 p, u64 seq, int peer, u64* v, u32 probe = DC_PROBE_NONE) {
+  const u32 flag = (u32)seq;
+  if (ld_line(p, flag, v)) return true;
+  Waiter wt(peer, probe, seq);
+  for (;;) {
+    if (ld_line(p, flag, v)) return true;
+    u64 aux = 0;
+    const u32 code = wt.check(a, &aux);
+    if (code == 0) continue;
+    if (code != DC_STOP && ld_line(p, flag, v)) return true;
+    if (code != DC_STOP) {
+      s_code[peer] = code;
+      s_aux[peer] = aux;
+    }
+    s_fail = 1;
+    return false;
+  }
+}
+
+// ll_refresh writes the flag into every line of this call's slot at every
+// peer that the call does not send. Run when the low 31 bits of seq are 0
+// or 1, it bounds the age of every flag in a slot to 2^31 calls, so that a
+// stale line can never carry the flag of the call reading it (flags are
+// seq mod 2^32); it costs one slot's worth of writes every 2^31 calls.
+__device__ void ll_refresh(const Args& a, u64 seq, u32 flag) {
+  for (int q = 0; q < kWorld; q++) {
+    if (q == (int)a.rank) continue;
+    const u64 dst = ll_slot(a, s_ctrl[q], seq, a.rank) + DC_LL_HDR;
+    for (u64 x = 8 * gtid(); x < DC_LL_MAX; x += 8 * gstride()) {
+      bool sent = false;
+      for (u32 k = 0; k < a.nwork; k++) {
+        u64 b, e;
+        ll_range(a, a.work[k], a.rank, q, &b, &e);
+        sent = sent || (x >= b && x < e);
+      }
+      if (!sent) st_line(dst + 2 * x, 0, flag);
+    }
+  }
+}
+
+// compute_window is compute for the LL protocol: this block produces the
+// outputs whose image bytes lie in [lo, hi) (window bounds are multiples of
+// 64, so no element straddles two windows), from the scratch images.
+template <class E>
+__device__ void compute_window(const Args& a, const Work& w, u64 lo, u64 hi) {
+  const u64 g = threadIdx.x, st = blockDim.x;
+  u64 b = w.off, e = w.off + w.bytes;  // image bytes [b, e) make the output
+  if (a.mode == DC_MODE_RSHARD) {
+    b += a.rank * (w.bytes / kWorld);
+    e = b + w.bytes / kWorld;
+  }
+  const u64 x = b > lo ? b : lo, y = e < hi ? e : hi;
+  if (x >= y) return;
+  const u64 out = w.out + (x - b);
+  if (a.mode == DC_MODE_GATHER) {
+    for (int p = 0; p < kWorld; p++) copy_bytes(out + p * w.bytes, s_pay[p] + x, y - x, g, st);
+  } else if (a.mode == DC_MODE_BCAST) {
+    if (a.rank != a.root) copy_bytes(out, s_pay[a.root] + x, y - x, g, st);
+  } else if constexpr (E::reduces) {
+    reduce_range<E>(out, x, (y - x) / sizeof(typename E::T), g, st);
+  }
+}
+
+// ld_image8 returns the 8 bytes of this rank's image at x (a multiple of
+// 8) from the input of w: one load where the input is aligned for it, else
+// byte by byte; bytes past the input are 0.
+__device__ __forceinline__ u64 ld_image8(const Work& w, u64 x) {
+  const u64 end = w.off + w.bytes, src = w.in + (x - w.off);
+  if (x + 8 <= end && (src & 7) == 0) return ld_u64(src);
+  u64 v = 0;
+  for (u32 i = 0; i < 8 && x + i < end; i++) v |= (u64)ld_u8(src + i) << (8 * i);
+  return v;
+}
+
+// out_range returns the image bytes [b, e) of w whose values make this
+// rank's output, and where that output starts: the rank's share of a
+// reduce-scatter, all of it otherwise.
+__device__ __forceinline__ void out_range(const Args& a, const Work& w, u64* b, u64* e) {
+  *b = w.off;
+  *e = w.off + w.bytes;
+  if (a.mode == DC_MODE_RSHARD) {
+    *b += a.rank * (w.bytes / kWorld);
+    *e = *b + w.bytes / kWorld;
+  }
+}
+
+// direct reports whether the outputs of w can be stored 8 bytes at a time
+// straight from the lines (every output line 8-byte aligned); the lines
+// that only partly hold outputs still go through the scratch images.
+__device__ __forceinline__ bool direct(const Args& a, const Work& w, u64 b) {
+  if (((w.out - b) & 7) != 0) return false;
+  return a.mode != DC_MODE_GATHER || (w.bytes & 7) == 0;
+}
+
+// run_ll runs a whole call by the LL protocol. Block b handles the image
+// bytes [b*window, (b+1)*window), each thread one 8-byte line of each
+// buffer (or every nt-th): it sends the line, waits for the peers' lines,
+// and stores the outputs they make; no block waits for another. Lines
+// that only partly hold outputs (an unaligned output, a reduce-scatter
+// share that starts inside a line, a buffer's last bytes) are unpacked
+// into the scratch images and computed from there, by compute_window.
+template <class E>
+__device__ void run_ll(const Args& a, u64 seq) {
+  const u32 t = threadIdx.x, nt = blockDim.x, flag = (u32)seq;
+  const u64 lo = (u64)blockIdx.x * a.window, hi = lo + a.window;
+
+  // Push this rank's lines, and (block 0) its signature, to every peer.
+  u64 mine[DC_SIG_WORDS];
+  own_signature(a, seq, mine);
+  if (blockIdx.x == 0)
+    for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt)
+      if (i / DC_SIG_WORDS != a.rank)
+        st_line(ll_slot(a, s_ctrl[i / DC_SIG_WORDS], seq, a.rank) + 16 * (i % DC_SIG_WORDS), mine[i % DC_SIG_WORDS],
+                flag);
+  for (int q = 0; q < kWorld; q++) {
+    if (q == (int)a.rank) continue;
+    const u64 dst = ll_slot(a, s_ctrl[q], seq, a.rank) + DC_LL_HDR;
+    for (u32 k = 0; k < a.nwork; k++) {
+      u64 b, e;
+      ll_range(a, a.work[k], a.rank, q, &b, &e);
+      if (b < lo) b = lo;
+      if (e > hi) e = hi;
+      for (u64 x = b + 8 * t; x < e; x += 8 * nt) st_line(dst + 2 * x, ld_image8(a.work[k], x), flag);
+    }
+  }
+  if ((flag & 0x7fffffffu) < 2) ll_refresh(a, seq, flag);
+
+  // Check every peer's signature (thread i: word i % 8 of rank i / 8).
+  for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) {
+    const int p = i / DC_SIG_WORDS;
+    u64 v;
+    if (p == (int)a.rank || !ll_wait(a, ll_slot(a, a.self, seq, p) + 16 * (i % DC_SIG_WORDS), seq, p, &v, DC_PROBE_STAGE))
+      continue;
+    s_sig[i] = v;
+    s_sig_ok[i] = 1;
+    if (v != mine[i % DC_SIG_WORDS]) {
+      s_code[p] = DC_CODE_MISMATCH;
+      s_fail = 1;
+    }
+  }
+
+  // Receive: every line's values from every rank that sends it, then the
+  // outputs, or the scratch images.
+  const bool bcast = a.mode == DC_MODE_BCAST;
+  for (u32 k = 0; k < a.nwork && !s_fail; k++) {
+    const Work& w = a.work[k];
+    if (bcast && a.rank == a.root) break;
+    u64 ob, oe, b, e;
+    out_range(a, w, &ob, &oe);
+    ll_range(a, w, bcast ? a.root : a.rank, a.rank, &b, &e);
+    if (b < lo) b = lo;
+    if (e > hi) e = hi;
+    const bool fast = direct(a, w, ob);
+    for (u64 x = b + 8 * t; x < e && !s_fail; x += 8 * nt) {
+      u64 v[kWorld];
+      bool ok[kWorld];
+#pragma unroll
+      for (int p = 0; p < kWorld; p++) {
+        u64 got = 0;
+        ok[p] = true;
+        if (p == (int)a.rank)
+          got = bcast ? 0 : ld_image8(w, x);
+        else if (!bcast || p == (int)a.root)
+          ok[p] = ld_line(ll_slot(a, a.self, seq, p) + DC_LL_HDR + 2 * x, flag, &got);
+        v[p] = got;
+      }
+      bool failed = false;
+#pragma unroll
+      for (int p = 0; p < kWorld; p++)
+        if (!ok[p] && !failed) {
+          u64 got = 0;
+          failed = !ll_wait(a, ll_slot(a, a.self, seq, p) + DC_LL_HDR + 2 * x, seq, p, &got);
+          v[p] = got;
+        }
+      if (failed) break;
+      if (fast && x >= ob && x + 8 <= oe) {
+        if (a.mode == DC_MODE_GATHER) {
+#pragma unroll
+          for (int p = 0; p < kWorld; p++) st_u64(w.out + p * w.bytes + (x - ob), v[p]);
+        } else if (bcast) {
+#pragma unroll
+          for (int p = 0; p < kWorld; p++)
+            if (p == (int)a.root) st_u64(w.out + (x - ob), v[p]);
+        } else if constexpr (E::reduces) {
+          st_u64(w.out + (x - ob), TreeR<E, 0, kWorld>::eval(v));
+        }
+      } else {
+#pragma unroll
+        for (int p = 0; p < kWorld; p++) st_u64(s_pay[p] + x, v[p]);
+      }
+    }
+  }
+  sync_block();
+  if (s_fail) {
+    fail_block(a, DC_WORD_LINES, 0, DC_PHASE_READY);
+    return;
+  }
+  // The outputs of the lines that went through the scratch images.
+  for (u32 k = 0; k < a.nwork; k++) {
+    const Work& w = a.work[k];
+    u64 ob, oe;
+    out_range(a, w, &ob, &oe);
+    if (!direct(a, w, ob)) {
+      compute_window<E>(a, w, lo, hi);
+      continue;
+    }
+    u64 head = (ob + 7) & ~7ull, tail = oe & ~7ull;  // [head, tail): the whole lines
+    if (head > oe) head = oe;
+    if (tail < head) tail = head;
+    if (ob < head) compute_window<E>(a, w, ob > lo ? ob : lo, head < hi ? head : hi);
+    if (tail < oe) compute_window<E>(a, w, tail > lo ? tail : lo, oe < hi ? oe : hi);
+  }
+  // stage = seq, from which the next call counts, only now that every
+  // block has read it. Not earlier for peers either: the signature in the
+  // control block is the staging path's, and a peer may still be checking
+  // this rank's previous one against it.
+  if (last_block(a, DC_OFF_COUNT_DONE)) {
+    if (t == a.rank) st_release(a.self + DC_OFF_STAGE, seq);
+    publish_done(a, seq);
+  }
+}
+
+// ---- entry ---------------------------------------------------------------
+
 template <class E>
 __device__ void run(const Args& a) {
-  const u32 t = threadIdx.x;
-  for (u32 p = t; p < kWorld; p += blockDim.x) {
+  const u32 t = threadIdx.x, nt = blockDim.x;
+  const bool ll = a.flags & DC_F_LL;
+  const u64 scratch = a.self + a.ll + 2ull * kWorld * DC_LL_SLOT;  // LL: the scratch images
+  for (u32 p = t; p < kWorld; p += nt) {
     s_ctrl[p] = ld_u64(a.self + DC_OFF_PEERS + 8 * p);
-    s_pay[p] = s_ctrl[p] + DC_CTRL_SIZE;
+    s_pay[p] = ll ? scratch + (u64)p * DC_LL_MAX : s_ctrl[p] + DC_CTRL_SIZE;
     s_code[p] = 0;
     s_aux[p] = 0;
+    // LL checks the acks of its slot without a wait of its own: the
+    // loads overlap the stage's.
+    if (ll && p != a.rank) s_ack[p] = ld_acquire(a.self + DC_OFF_ACK + 8 * p);
   }
-  if (t == 0) {
-    s_fail = ld_vol(a.self + DC_OFF_STATUS) != 0;  // poisoned: do nothing
-    const u64 stage = ld_acquire(a.self + DC_OFF_STAGE);
+  for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) s_sig_ok[i] = 0;
+  if (t == nt - 1) {
+    // Both words were last written by this rank's earlier launches, which
+    // the stream ordered before this one: plain loads, issued together.
+    const u64 status = ld_vol(a.self + DC_OFF_STATUS), stage = ld_vol(a.self + DC_OFF_STAGE);
+    s_fail = status != 0;  // poisoned: do nothing
     s_seq = (a.flags & DC_F_NEW) ? stage + 1 : stage;
   }
   sync_block();
   if (s_fail) return;
   const u64 seq = s_seq;
+  if (ll) {
+    // The slot this call writes at each peer was last read for seq - 2.
+    bool acked = true;
+    for (int p = 0; p < kWorld; p++) acked = acked && (p == (int)a.rank || s_ack[p] + 2 >= seq);
+    if (!acked && !wait_all(a, DC_OFF_ACK, seq - 2, DC_PHASE_RESERVE)) return;
+    run_ll<E>(a, seq);
+    return;
+  }
 
-  if ((a.flags & DC_F_RESERVE) && !wait_all(a, DC_OFF_DONE, seq - 1, DC_PHASE_RESERVE)) return;
+  if ((a.flags & DC_F_RESERVE) && !wait_all(a, DC_OFF_ACK, seq - 1, DC_PHASE_RESERVE)) return;
   if (a.flags & DC_F_COPYIN)
     for (u32 k = 0; k < a.nwork; k++)
-      if (a.work[k].in != 0) copy_bytes(s_pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes);
-  if ((a.flags & DC_F_PUBLISH) && last_block(a, DC_OFF_COUNT_STAGE) && t == 0) {
-    u64 mine[DC_SIG_WORDS];
-    own_signature(a, seq, mine);
-    for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
-    st_release(a.self + DC_OFF_STAGE, seq);  // orders the signature before it
-  }
+      if (a.work[k].in != 0) copy_bytes(s_pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes, gtid(), gstride());
+  if ((a.flags & DC_F_PUBLISH) && last_block(a, DC_OFF_COUNT_STAGE) && t == 0) publish_stage(a, seq);
   if (a.flags & DC_F_READY) {
-    if (!wait_all(a, DC_OFF_STAGE, seq, DC_PHASE_READY)) return;
+    if (!wait_all(a, DC_OFF_STAGE, seq, DC_PHASE_READY, DC_PROBE_HEADER)) return;
     if (!check_signatures(a)) return;
   }
   if ((a.flags & DC_F_WAIT_RED) && !wait_all(a, DC_OFF_REDUCED, seq, DC_PHASE_REDUCED)) return;
@@ -706,7 +1141,7 @@ __device__ void run(const Args& a) {
     for (u32 k = 0; k < a.nwork; k++) compute<E>(a, a.work[k]);
   if ((a.flags & DC_F_REDUCED) && last_block(a, DC_OFF_COUNT_REDUCED) && t == 0)
     st_release(a.self + DC_OFF_REDUCED, seq);
-  if ((a.flags & DC_F_DONE) && last_block(a, DC_OFF_COUNT_DONE) && t == 0) st_release(a.self + DC_OFF_DONE, seq);
+  if ((a.flags & DC_F_DONE) && last_block(a, DC_OFF_COUNT_DONE)) publish_done(a, seq);
 }
 
 extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_bf16(Args a) { run<BF16>(a); }
