@@ -68,7 +68,8 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 		return err
 	}
 	defer runtime.UnlockOSThread()
-	args := kernelArgs{
+	args := c.args
+	*args = kernelArgs{
 		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
 		Count: sig.Count, Layout: sig.Layout, LL: uint64(c.llOff), Op: uint32(sig.Op), DType: uint32(sig.DType),
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
@@ -78,7 +79,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], st.work)
 		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(st.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}
-		if err := c.fns[st.kernel].Launch(cfg, &args); err != nil {
+		if err := driver.LaunchStruct(c.fns[st.kernel], cfg, args); err != nil {
 			err = fmt.Errorf("cuda: %v: launch %d of %d: %w", op, i+1, len(steps), err)
 			if i > 0 {
 				c.poison(err, true)

@@ -66,6 +66,10 @@ type Comm struct {
 	mu     sync.Mutex // serialises calls; guards the fields below
 	staged int        // bytes reserved by Stage and not yet reduced, or -1
 	closed bool
+	// args is the launches' parameter, reused, in an allocation of its
+	// own: cgo refuses a pointer into memory that holds Go pointers, and
+	// a fresh one per call would escape to the heap.
+	args *kernelArgs
 }
 
 // Open sets up this rank's GPU and maps every peer's buffer. It is
@@ -82,7 +86,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
-		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1,
+		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1, args: new(kernelArgs),
 		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block},
 	}
 	if c.log == nil {

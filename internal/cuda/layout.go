@@ -44,10 +44,10 @@ const (
 	shardAlign = 64
 )
 
-// Launch flags: the protocol steps one launch takes.
+// Launch flags: the protocol steps one launch takes. Every launch of a
+// call has seq = own done + 1.
 const (
-	flagNew     = 1 << iota // seq = own stage + 1: the call is not yet published
-	flagReserve             // wait until every peer's done >= seq-1
+	flagReserve = 1 << iota // wait until every peer's done >= seq-1
 	flagCopyIn              // copy the inputs into the staging
 	flagPublish             // write the signature, stage = seq
 	flagReady               // wait until every peer's stage >= seq, compare signatures

@@ -26,7 +26,7 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
 		"DC_REC_ABORT": recAbort, "DC_REC_VALID": recValid, "DC_REC_CODE": recCode, "DC_REC_PHASE": recPhase,
 		"DC_REC_OP": recOp, "DC_REC_SEQ": recSeq, "DC_REC_MISSING": recMissing, "DC_REC_AUX": recAux, "DC_REC_SIGS": recSigs,
-		"DC_F_NEW": flagNew, "DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
+		"DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
 		"DC_F_READY": flagReady, "DC_F_WAIT_RED": flagWaitRed, "DC_F_COMPUTE": flagCompute, "DC_F_REDUCED": flagReduced,
 		"DC_F_DONE": flagDone, "DC_F_LL": flagLL,
 		"DC_MODE_NONE": modeNone, "DC_MODE_REDUCE": modeReduce, "DC_MODE_RSHARD": modeRShard, "DC_MODE_RINPLACE": modeRInPlace,

@@ -91,16 +91,16 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 		mode = modeBcast
 	}
 	staged := req.Op == base.OpAllReduceStaged
-	front := uint32(flagNew | flagReserve | flagCopyIn | flagPublish)
+	front := uint32(flagReserve | flagCopyIn | flagPublish)
 	if staged {
-		front = flagNew | flagPublish // Stage reserved; the input is in place
+		front = flagPublish // Stage reserved; the input is in place
 	}
 	if len(works) <= maxWork && total <= p.llMax {
 		if staged {
 			works[0].In = p.staging
 		}
 		grid, window := p.llGrid(total)
-		return []step{{kernel: kern, grid: grid, flags: flagNew | flagLL, mode: mode, work: works, window: window}}
+		return []step{{kernel: kern, grid: grid, flags: flagLL, mode: mode, work: works, window: window}}
 	}
 	if mode == modeReduce && p.world > 1 {
 		// Reduce-scatter into place, then gather the summed shards.
@@ -141,7 +141,7 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 
 // reserve returns the launch of Stage: wait until the staging is free.
 func (p planner) reserve() step {
-	return step{kernel: kernelCopy, grid: 1, flags: flagNew | flagReserve}
+	return step{kernel: kernelCopy, grid: 1, flags: flagReserve}
 }
 
 // llGrid returns the blocks of an LL launch for an image of n bytes and

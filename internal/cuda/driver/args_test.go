@@ -105,3 +105,16 @@ func TestPackArgsRejects(t *testing.T) {
 		t.Errorf("packArgs(%d args) succeeded; want an error", len(many))
 	}
 }
+
+// TestLaunchStructRefusesPointers: LaunchStruct checks its type before it
+// reaches the driver.
+func TestLaunchStructRefusesPointers(t *testing.T) {
+	type withPointer struct {
+		N int64
+		P *int64
+	}
+	err := LaunchStruct(0, LaunchConfig{}, &withPointer{})
+	if err == nil || !strings.Contains(err.Error(), "LaunchStruct") {
+		t.Errorf("LaunchStruct of a struct holding a pointer: %v", err)
+	}
+}

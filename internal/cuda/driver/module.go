@@ -10,6 +10,8 @@ import "C"
 
 import (
 	"fmt"
+	"reflect"
+	"sync"
 	"unsafe"
 )
 
@@ -55,6 +57,44 @@ func (m Module) Function(name string) (Function, error) {
 func (f Function) SetAttribute(a FuncAttribute, v int) error {
 	if r := C.dc_cuFuncSetAttribute(C.CUfunction(f), C.int(a), C.int(v)); r != 0 {
 		return cuErr(r, "cuFuncSetAttribute", int(a), v)
+	}
+	return nil
+}
+
+// plainChecked caches plainType's verdict on LaunchStruct's types.
+var plainChecked sync.Map // reflect.Type -> error
+
+// zeroOffset is LaunchStruct's one parameter offset.
+var zeroOffset = [1]C.uint32_t{0}
+
+// LaunchStruct queues the kernel f on cfg.Stream with one parameter, *arg,
+// a struct with the C layout of the kernel's parameter and no Go pointers.
+// Unlike Launch it neither allocates nor walks the type each time: it is
+// the launch of every collective call, whose host cost is on the critical
+// path of small messages.
+func LaunchStruct[T any](f Function, cfg LaunchConfig, arg *T) error {
+	t := reflect.TypeFor[T]()
+	verdict, ok := plainChecked.Load(t)
+	if !ok {
+		err := plainType(t)
+		if err == nil && t.Size() == 0 {
+			err = fmt.Errorf("size 0")
+		}
+		verdict, _ = plainChecked.LoadOrStore(t, err)
+	}
+	if err, _ := verdict.(error); err != nil {
+		return fmt.Errorf("detcoll/cuda: LaunchStruct of %v: %v", t, err)
+	}
+	if cfg.SharedMem < 0 {
+		return fmt.Errorf("detcoll/cuda: Launch: negative shared memory %d", cfg.SharedMem)
+	}
+	gx, gy, gz := cfg.Grid.dims()
+	bx, by, bz := cfg.Block.dims()
+	r := C.dc_launch(C.CUfunction(f), C.uint(gx), C.uint(gy), C.uint(gz), C.uint(bx), C.uint(by), C.uint(bz),
+		C.uint(cfg.SharedMem), C.CUstream(cfg.Stream), unsafe.Pointer(arg), &zeroOffset[0], 1)
+	if r != 0 {
+		return cuErr(r, "cuLaunchKernel", fmt.Sprintf("grid %dx%dx%d", gx, gy, gz),
+			fmt.Sprintf("block %dx%dx%d", bx, by, bz), fmt.Sprintf("shared %d", cfg.SharedMem), t.String())
 	}
 	return nil
 }

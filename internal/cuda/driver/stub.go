@@ -201,6 +201,9 @@ func (f Function) SetAttribute(a FuncAttribute, v int) error { return stub("Func
 // Launch always fails in this build.
 func (f Function) Launch(cfg LaunchConfig, args ...any) error { return stub("Function.Launch") }
 
+// LaunchStruct always fails in this build.
+func LaunchStruct[T any](f Function, cfg LaunchConfig, arg *T) error { return stub("LaunchStruct") }
+
 // Instantiate always fails in this build.
 func (g Graph) Instantiate() (GraphExec, error) { return 0, stub("Graph.Instantiate") }
 

@@ -8,9 +8,8 @@
 // that no compiler can contract into an FMA, no flush to zero).
 //
 // One kernel body runs every step of the protocol of the contract's section
-// 4; the flags of each launch say which steps it takes:
-//   NEW       this launch belongs to the call that is not yet published:
-//             seq = own stage + 1 (else seq = own stage, already published)
+// 4; every launch of a call has seq = own done + 1 (done is the call's last
+// step), and the flags of each launch say which steps it takes:
 //   RESERVE   wait until every peer's done >= seq - 1
 //   COPYIN    copy the inputs into this rank's staging
 //   PUBLISH   write the signature, then stage = seq (release, system scope)
@@ -32,11 +31,13 @@
 // single-copy-atomic access, so a line whose halves both carry the flag
 // holds this call's data). A rank therefore polls only its own memory and
 // the data arrives with its flag: one NVLink crossing on the critical path
-// instead of a round trip per poll and per read. The receive areas are
-// double buffered (slot = seq & 1), so a rank may write slot s once every
-// peer acked the call two back. A rank unpacks what it received into its
-// scratch images, one per rank, and computes from them exactly as the
-// staging path computes from the stagings: same tree, same bits.
+// instead of a round trip per poll and per read, and no fences. The
+// receive areas are double buffered (slot = seq & 1), so a rank may write
+// slot s once every peer acked the call two back. Each thread sums or
+// copies the lines it received in registers, with the same tree (same
+// bits); lines that hold only part of an output go through scratch images
+// and the staging path's compute. LL calls publish no stage, so stage >=
+// seq tells a peer that this rank took the staging path for call seq.
 //
 // A launch of several blocks publishes through its last block (an atomic
 // count, reset for the next launch). No block ever waits for another block
@@ -97,16 +98,15 @@ typedef unsigned short u16;
 #define DC_REC_AUX 112
 #define DC_REC_SIGS 128
 
-#define DC_F_NEW 1
-#define DC_F_RESERVE 2
-#define DC_F_COPYIN 4
-#define DC_F_PUBLISH 8
-#define DC_F_READY 16
-#define DC_F_WAIT_RED 32
-#define DC_F_COMPUTE 64
-#define DC_F_REDUCED 128
-#define DC_F_DONE 256
-#define DC_F_LL 512  // the whole call in one launch, by the LL protocol
+#define DC_F_RESERVE 1
+#define DC_F_COPYIN 2
+#define DC_F_PUBLISH 4
+#define DC_F_READY 8
+#define DC_F_WAIT_RED 16
+#define DC_F_COMPUTE 32
+#define DC_F_REDUCED 64
+#define DC_F_DONE 128
+#define DC_F_LL 256  // the whole call in one launch, by the LL protocol
 
 #define DC_MODE_NONE 0
 #define DC_MODE_REDUCE 1
@@ -248,6 +248,17 @@ __device__ __forceinline__ V4 ld_v4(u64 p) {
 __device__ __forceinline__ void st_v4(u64 p, V4 v) {
   asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
+}
+// An LL launch reads its inputs through L1 (see prefetch_lines).
+__device__ __forceinline__ u64 ld_in8(u64 p) {
+  u64 v;
+  asm volatile("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ u32 ld_in1(u64 p) {
+  u32 v;
+  asm volatile("ld.global.u8 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
 }
 __device__ __forceinline__ u32 ld_u8(u64 p) {
   u32 v;
@@ -772,7 +783,7 @@ __device__ bool check_signatures(const Args& a) {
 
 // last_block reports, to every thread of the block, whether this block is
 // the last of its launch to get here; the last one resets the count for the
-// next launch. Everything the launch wrote before is visible to whoever
+// next launch. Without release it only counts (LL). Everything the launch wrote before is visible to whoever
 // sees what the last block publishes next: every caller publishes with
 // st.release.sys from thread 0 (a fence.acq_rel.sys and the store), after
 // the bar.sync here.
@@ -781,15 +792,15 @@ __device__ bool check_signatures(const Args& a) {
 // (fence.acq_rel.gpu before the count) is enough for the last block to see
 // them; only the last block fences at system scope, once per launch, and
 // its st.release.sys passes them on (cumulativity).
-__device__ bool last_block(const Args& a, u64 counter) {
+__device__ bool last_block(const Args& a, u64 counter, bool release = true) {
   sync_block();
   if (gridDim.x == 1) return true;  // thread 0's st.release.sys that follows releases the block's writes
   if (threadIdx.x == 0) {
-    fence_gpu();
+    if (release) fence_gpu();
     s_last = atom_add(a.self + counter, 1) == gridDim.x - 1;
     if (s_last) {
       atom_zero(a.self + counter);
-      fence_sys();
+      if (release) fence_sys();
     }
   }
   sync_block();
@@ -937,10 +948,24 @@ __device__ void compute_window(const Args& a, const Work& w, u64 lo, u64 hi) {
 // byte by byte; bytes past the input are 0.
 __device__ __forceinline__ u64 ld_image8(const Work& w, u64 x) {
   const u64 end = w.off + w.bytes, src = w.in + (x - w.off);
-  if (x + 8 <= end && (src & 7) == 0) return ld_u64(src);
+  if (x + 8 <= end && (src & 7) == 0) return ld_in8(src);
   u64 v = 0;
-  for (u32 i = 0; i < 8 && x + i < end; i++) v |= (u64)ld_u8(src + i) << (8 * i);
+  for (u32 i = 0; i < 8 && x + i < end; i++) v |= (u64)ld_in1(src + i) << (8 * i);
   return v;
+}
+
+// prefetch_lines starts loading, into L1, the first input line of each
+// buffer that this thread of an LL launch sends, so that the loads
+// overlap the launch's first reads of its words. Every line an LL launch
+// reads of its inputs is read by the thread that writes it (in place).
+__device__ void prefetch_lines(const Args& a) {
+  const u64 lo = (u64)blockIdx.x * a.window;
+  for (u32 k = 0; k < a.nwork; k++) {
+    const Work& w = a.work[k];
+    const u64 x = (w.off > lo ? w.off : lo) + 8 * threadIdx.x;
+    if (w.in != 0 && x < w.off + w.bytes && x < lo + a.window)
+      asm volatile("prefetch.global.L1 [%0];" ::"l"(w.in + (x - w.off)));
+  }
 }
 
 // out_range returns the image bytes [b, e) of w whose values make this
@@ -1081,14 +1106,11 @@ __device__ void run_ll(const Args& a, u64 seq) {
     if (ob < head) compute_window<E>(a, w, ob > lo ? ob : lo, head < hi ? head : hi);
     if (tail < oe) compute_window<E>(a, w, tail > lo ? tail : lo, oe < hi ? oe : hi);
   }
-  // stage = seq, from which the next call counts, only now that every
-  // block has read it. Not earlier for peers either: the signature in the
-  // control block is the staging path's, and a peer may still be checking
-  // this rank's previous one against it.
-  if (last_block(a, DC_OFF_COUNT_DONE)) {
-    if (t == a.rank) st_release(a.self + DC_OFF_STAGE, seq);
-    publish_done(a, seq);
-  }
+  // done and the acks need no fence: the peers write nothing here that
+  // this rank's writes must precede, and every read of the receive slot
+  // has returned its value (it was stored) before the count.
+  if (last_block(a, DC_OFF_COUNT_DONE, false) && t < kWorld)
+    st_vol(t == a.rank ? a.self + DC_OFF_DONE : s_ctrl[t] + DC_OFF_ACK + 8 * a.rank, seq);
 }
 
 // ---- entry ---------------------------------------------------------------
@@ -1111,10 +1133,11 @@ __device__ void run(const Args& a) {
   if (t == nt - 1) {
     // Both words were last written by this rank's earlier launches, which
     // the stream ordered before this one: plain loads, issued together.
-    const u64 status = ld_vol(a.self + DC_OFF_STATUS), stage = ld_vol(a.self + DC_OFF_STAGE);
+    const u64 status = ld_vol(a.self + DC_OFF_STATUS), done = ld_vol(a.self + DC_OFF_DONE);
     s_fail = status != 0;  // poisoned: do nothing
-    s_seq = (a.flags & DC_F_NEW) ? stage + 1 : stage;
+    s_seq = done + 1;
   }
+  if (ll) prefetch_lines(a);
   sync_block();
   if (s_fail) return;
   const u64 seq = s_seq;
