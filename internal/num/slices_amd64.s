@@ -1,0 +1,146 @@
+//go:build !purego
+
+#include "textflag.h"
+
+// The AVX2 slice kernels. Each takes len(dst) elements, a positive multiple
+// of its block, from a and b (at least as long). MXCSR is Go's default
+// (round to nearest even, no flush to zero, no denormals-are-zero), so a
+// vector add rounds exactly as the scalar one. Every block is read before
+// it is written, which is what lets dst be a or b.
+
+// func addFloat32sAVX2(dst, a, b []float32)
+TEXT ·addFloat32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ $0x7FFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7 // canonical NaN
+	XORQ AX, AX
+
+loop32:
+	VMOVUPS   (SI)(AX*4), Y0
+	VMOVUPS   32(SI)(AX*4), Y1
+	VADDPS    (DX)(AX*4), Y0, Y0
+	VADDPS    32(DX)(AX*4), Y1, Y1
+	VCMPPS    $3, Y0, Y0, Y2 // unordered: NaN lanes
+	VCMPPS    $3, Y1, Y1, Y3
+	VBLENDVPS Y2, Y7, Y0, Y0
+	VBLENDVPS Y3, Y7, Y1, Y1
+	VMOVUPS   Y0, (DI)(AX*4)
+	VMOVUPS   Y1, 32(DI)(AX*4)
+	ADDQ      $16, AX
+	CMPQ      AX, CX
+	JB        loop32
+	VZEROUPPER
+	RET
+
+// func addFloat64sAVX2(dst, a, b []float64)
+TEXT ·addFloat64sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ $0x7FFFFFFFFFFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTQ X7, Y7 // canonical NaN
+	XORQ AX, AX
+
+loop64:
+	VMOVUPD   (SI)(AX*8), Y0
+	VMOVUPD   32(SI)(AX*8), Y1
+	VADDPD    (DX)(AX*8), Y0, Y0
+	VADDPD    32(DX)(AX*8), Y1, Y1
+	VCMPPD    $3, Y0, Y0, Y2
+	VCMPPD    $3, Y1, Y1, Y3
+	VBLENDVPD Y2, Y7, Y0, Y0
+	VBLENDVPD Y3, Y7, Y1, Y1
+	VMOVUPD   Y0, (DI)(AX*8)
+	VMOVUPD   Y1, 32(DI)(AX*8)
+	ADDQ      $8, AX
+	CMPQ      AX, CX
+	JB        loop64
+	VZEROUPPER
+	RET
+
+// func addBFloat16sAVX2(dst, a, b []BFloat16)
+//
+// bf16FromBits on 16 lanes. Unpacking against zero widens each bfloat16 to
+// its float32 in place (within 128-bit lanes, low and high halves apart);
+// after the add, adding 0x7FFF plus the lowest kept bit and shifting rounds,
+// NaN lanes become 0x7FFF, and the pack, exact as every result fits 16 bits,
+// puts the halves back in order.
+TEXT ·addBFloat16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ $0x7FFF, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7 // rounding bias and canonical NaN
+	MOVQ $1, AX
+	MOVQ AX, X6
+	VPBROADCASTD X6, Y6
+	VPXOR Y5, Y5, Y5
+	XORQ AX, AX
+
+loopbf16:
+	VMOVDQU    (SI)(AX*2), Y8
+	VMOVDQU    (DX)(AX*2), Y9
+	VPUNPCKLWD Y8, Y5, Y0
+	VPUNPCKHWD Y8, Y5, Y1
+	VPUNPCKLWD Y9, Y5, Y2
+	VPUNPCKHWD Y9, Y5, Y3
+	VADDPS     Y2, Y0, Y0
+	VADDPS     Y3, Y1, Y1
+	VCMPPS     $3, Y0, Y0, Y2 // unordered: NaN lanes
+	VCMPPS     $3, Y1, Y1, Y3
+	VPSRLD     $16, Y0, Y8
+	VPSRLD     $16, Y1, Y9
+	VPAND      Y6, Y8, Y8
+	VPAND      Y6, Y9, Y9
+	VPADDD     Y7, Y0, Y0
+	VPADDD     Y7, Y1, Y1
+	VPADDD     Y8, Y0, Y0
+	VPADDD     Y9, Y1, Y1
+	VPSRLD     $16, Y0, Y0
+	VPSRLD     $16, Y1, Y1
+	VBLENDVPS  Y2, Y7, Y0, Y0
+	VBLENDVPS  Y3, Y7, Y1, Y1
+	VPACKUSDW  Y1, Y0, Y0
+	VMOVDQU    Y0, (DI)(AX*2)
+	ADDQ       $16, AX
+	CMPQ       AX, CX
+	JB         loopbf16
+	VZEROUPPER
+	RET
+
+// func addFloat16sF16C(dst, a, b []Float16)
+//
+// The float16 to float32 conversion is exact and the conversion back, with
+// immediate rounding mode 0, rounds once to nearest even, subnormals kept:
+// f16FromBits. It would keep a NaN's payload, so NaN lanes are first set to
+// the float32 0x7FFFE000, whose top 10 mantissa bits make 0x7FFF.
+TEXT ·addFloat16sF16C(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ $0x7FFFE000, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+	XORQ AX, AX
+
+loopf16:
+	VCVTPH2PS (SI)(AX*2), Y0
+	VCVTPH2PS (DX)(AX*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCMPPS    $3, Y0, Y0, Y2
+	VBLENDVPS Y2, Y7, Y0, Y0
+	VCVTPS2PH $0, Y0, (DI)(AX*2)
+	ADDQ      $8, AX
+	CMPQ      AX, CX
+	JB        loopf16
+	VZEROUPPER
+	RET
