@@ -104,9 +104,12 @@ func roleDeviceGraph() error {
 		case 0:
 			op.kind, op.dt, op.n = "ar", detcoll.TypeFloat32, 1000+i
 		case 1:
-			op.kind, op.dt, op.n = "ar", detcoll.TypeBFloat16, 40000+i // two-phase
+			op.kind, op.dt, op.n = "ar", detcoll.TypeBFloat16, 700000+i // the push path
 		case 2:
 			op.kind, op.dt, op.n = "rs", detcoll.TypeFloat16, 777+i
+			if i%8 == 6 {
+				op.n = 300000 + i // the push path from W=2
+			}
 		case 3:
 			op.kind, op.dt, op.n = "ag", detcoll.TypeUint8, 30001+i
 		}
@@ -306,7 +309,7 @@ func roleDeviceSkip() error {
 	return nil
 }
 
-// roleDeviceKill: every rank all-reduces in a loop (small and two-phase
+// roleDeviceKill: every rank all-reduces in a loop (LL and push-path
 // sizes), waiting for each; the victim kills itself with SIGKILL in the
 // middle. The others must fail with a *RankError naming it; they print
 // when they noticed, the victim when it died. Then each survivor runs a
@@ -319,7 +322,7 @@ func roleDeviceKill() error {
 	}
 	defer g.close()
 	victim := envInt("VICTIM", 1)
-	const n = 60000 // 240 KB of float32: the two-phase path
+	const n = 600000 // 2.4 MB of float32: the push path
 	buf := detcoll.DevicePtr(g.alloc(4 * n))
 	for i := 0; ; i++ {
 		if c.Rank() == victim && i == 300 {

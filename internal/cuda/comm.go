@@ -22,8 +22,8 @@ type Config struct {
 	Rank, World int
 	// Device is the CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
 	Device int
-	// Capacity is the staging memory of each rank in bytes: the largest
-	// call's input.
+	// Capacity is the largest call's input in bytes. Each rank allocates
+	// about twice that of device memory (pushStaging), plus the LL area.
 	Capacity int64
 	// Timeout bounds every wait for peers, in the kernels too.
 	Timeout time.Duration
@@ -170,7 +170,8 @@ func (c *Comm) setupDevice() error {
 // setupBuffers allocates this rank's buffer and the host-mapped record.
 func (c *Comm) setupBuffers() error {
 	const page = 4096
-	c.llOff = ctrlSize + int((c.capacity+page-1)/page*page)
+	staging := max(base.StagingCapacity(c.capacity), pushStaging(c.capacity, c.world))
+	c.llOff = ctrlSize + int((staging+page-1)/page*page)
 	ll := llAreaSize(c.world, c.plan.llMax)
 	size := c.llOff + ll
 	var err error

@@ -22,6 +22,8 @@ const (
 	offCountDone    = 896
 	offPeers        = 1024 // every rank's buffer as mapped by this rank
 	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
+	offSent1        = 2560 // sent1[p]: rank p pushed its parts of the input here (push path)
+	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path)
 	ctrlSize        = 4096 // keeps the staging page aligned
 
 	// The LL area (after the staging): receive slots [2][world] of
@@ -47,15 +49,17 @@ const (
 // Launch flags: the protocol steps one launch takes. Every launch of a
 // call has seq = own done + 1.
 const (
-	flagReserve = 1 << iota // wait until every peer's done >= seq-1
-	flagCopyIn              // copy the inputs into the staging
-	flagPublish             // write the signature, stage = seq
-	flagReady               // wait until every peer's stage >= seq, compare signatures
-	flagWaitRed             // wait until every peer's reduced >= seq
-	flagCompute             // produce the outputs (mode)
-	flagReduced             // reduced = seq
-	flagDone                // done = seq
-	flagLL                  // the whole call in one launch, by the LL protocol
+	flagReserve  = 1 << iota // wait until every peer's done >= seq-1
+	flagCopyIn               // copy the inputs into the staging
+	flagPublish              // write the signature, stage = seq
+	flagReady                // wait until every peer's stage >= seq, compare signatures
+	flagWaitRed              // wait until every peer's reduced >= seq
+	flagCompute              // produce the outputs (mode)
+	flagReduced              // reduced = seq
+	flagDone                 // done = seq
+	flagLL                   // the whole call in one launch, by the LL protocol
+	flagSent                 // push path: sent1 (push modes) or sent2 (modeRPush) = seq at every peer
+	flagWaitSent             // push path: wait until sent1 (rpush modes) or sent2 (modeGPushed) >= seq
 )
 
 // llSlot is the bytes of one LL receive slot for images of up to llMax
@@ -74,7 +78,22 @@ const (
 	modeGather   // out[p*n:] = staging_p[off:]
 	modeGShards  // out[shard p] = staging_p[shard p]: large all-reduce, phase 2
 	modeBcast    // out = staging_root[off:] on every rank but the root
+	// The push path (kernels/collective.cu, push_compute).
+	modePush    // copy input part p into rank p's staging
+	modeRPush   // sum this rank's part, store it to the output and every peer's staging
+	modeGPushed // copy the peers' sums from the staging into the output
+	modePushRS  // modePush of a reduce-scatter
+	modeRPushRS // sum this rank's part into the output
 )
+
+// pushStaging is the staging the push path needs for inputs of up to
+// capacity bytes: own part, W-1 received parts and W-1 received sums, each
+// a part of an all-reduce (the largest shard, in whole 64-byte lines).
+func pushStaging(capacity int64, world int) int64 {
+	per := (capacity + int64(world) - 1) / int64(world)
+	per = (per + shardAlign - 1) / shardAlign * shardAlign
+	return int64(2*world-1) * per
+}
 
 // Error record codes and phases.
 const (

@@ -23,14 +23,16 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		"DC_OFF_STAGE": offStage, "DC_OFF_DONE": offDone, "DC_OFF_REDUCED": offReduced,
 		"DC_OFF_STATUS": offStatus, "DC_OFF_SIG": offSig, "DC_SIG_WORDS": sigWords, "DC_OFF_CLAIM": offClaim,
 		"DC_OFF_COUNT_STAGE": offCountStage, "DC_OFF_COUNT_REDUCED": offCountReduced, "DC_OFF_COUNT_DONE": offCountDone,
-		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
+		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_OFF_SENT1": offSent1, "DC_OFF_SENT2": offSent2, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
 		"DC_REC_ABORT": recAbort, "DC_REC_VALID": recValid, "DC_REC_CODE": recCode, "DC_REC_PHASE": recPhase,
 		"DC_REC_OP": recOp, "DC_REC_SEQ": recSeq, "DC_REC_MISSING": recMissing, "DC_REC_AUX": recAux, "DC_REC_SIGS": recSigs,
 		"DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
 		"DC_F_READY": flagReady, "DC_F_WAIT_RED": flagWaitRed, "DC_F_COMPUTE": flagCompute, "DC_F_REDUCED": flagReduced,
-		"DC_F_DONE": flagDone, "DC_F_LL": flagLL,
+		"DC_F_DONE": flagDone, "DC_F_LL": flagLL, "DC_F_SENT": flagSent, "DC_F_WAIT_SENT": flagWaitSent,
 		"DC_MODE_NONE": modeNone, "DC_MODE_REDUCE": modeReduce, "DC_MODE_RSHARD": modeRShard, "DC_MODE_RINPLACE": modeRInPlace,
 		"DC_MODE_GATHER": modeGather, "DC_MODE_GSHARDS": modeGShards, "DC_MODE_BCAST": modeBcast,
+		"DC_MODE_PUSH": modePush, "DC_MODE_RPUSH": modeRPush, "DC_MODE_GPUSHED": modeGPushed,
+		"DC_MODE_PUSH_RS": modePushRS, "DC_MODE_RPUSH_RS": modeRPushRS,
 		"DC_CODE_TIMEOUT": codeTimeout, "DC_CODE_MISMATCH": codeMismatch, "DC_CODE_PEER": codePeer, "DC_CODE_ABORT": codeAbort,
 		"DC_PHASE_RESERVE": phaseReserve, "DC_PHASE_READY": phaseReady, "DC_PHASE_REDUCED": phaseReduced,
 		"DC_SHARD_ALIGN": shardAlign,
@@ -47,8 +49,8 @@ func TestLayoutMatchesKernels(t *testing.T) {
 	if got := offPeers + 8*maxWorld; got > offAck {
 		t.Errorf("the peer table ends at %d, past the ack array (%d)", got, offAck)
 	}
-	if got := offAck + 8*maxWorld; got > ctrlSize {
-		t.Errorf("the ack array ends at %d, past the control block (%d)", got, ctrlSize)
+	if offAck+8*maxWorld > offSent1 || offSent1+8*maxWorld > offSent2 || offSent2+8*maxWorld > ctrlSize {
+		t.Errorf("the pushed arrays overlap or leave the control block")
 	}
 	// struct Args: 7 u64, 8 u32, then DC_MAX_WORK Works of 4 u64.
 	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(7*8+8*4+maxWork*32); got != want {

@@ -102,8 +102,22 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 		grid, window := p.llGrid(total)
 		return []step{{kernel: kern, grid: grid, flags: flagLL, mode: mode, work: works, window: window}}
 	}
+	if mode == modeReduce && !staged && p.world > 1 {
+		return []step{
+			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagReserve | flagPublish | flagCompute | flagSent, mode: modePush, work: works},
+			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagWaitSent | flagCompute | flagSent, mode: modeRPush, work: works},
+			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagWaitSent | flagCompute | flagDone, mode: modeGPushed, work: works},
+		}
+	}
+	if mode == modeRShard && len(works) == 1 && p.world > 1 {
+		return []step{
+			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagReserve | flagPublish | flagCompute | flagSent, mode: modePushRS, work: works},
+			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagWaitSent | flagCompute | flagDone, mode: modeRPushRS, work: works},
+		}
+	}
 	if mode == modeReduce && p.world > 1 {
-		// Reduce-scatter into place, then gather the summed shards.
+		// A staged all-reduce's input is in the staging already: reduce-
+		// scatter into place, then gather the summed shards.
 		return []step{
 			{kernel: kernelCopy, grid: p.grid(total, staged), flags: front, work: works},
 			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagReady | flagCompute | flagReduced, mode: modeRInPlace, work: works},

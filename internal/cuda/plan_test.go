@@ -37,7 +37,8 @@ func TestPlanPaths(t *testing.T) {
 		modes []uint32
 	}{
 		{"small all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 2, []uint32{modeReduce}},
-		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
+		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []uint32{modePush, modeRPush, modeGPushed}},
+		{"large reduce-scatter", &base.DeviceRequest{Op: base.OpReduceScatter, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(1<<30, 1<<19)}, 2, []uint32{modePushRS, modeRPushRS}},
 		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeNone, modeReduce}},
 		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
 		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []uint32{modeReduce}},
@@ -73,7 +74,7 @@ func TestPlanPaths(t *testing.T) {
 				if len(s.work) > maxWork {
 					t.Errorf("launch %d: %d buffers", i, len(s.work))
 				}
-				for f := uint32(1); f <= flagDone; f <<= 1 {
+				for f := uint32(1); f <= flagWaitSent; f <<= 1 {
 					if s.flags&f != 0 {
 						count[f]++
 					}
@@ -83,7 +84,11 @@ func TestPlanPaths(t *testing.T) {
 				t.Errorf("last launch does not publish done: %#x", last.flags)
 			}
 			staged := tc.req.Op == base.OpAllReduceStaged
-			if count[flagPublish] != 1 || count[flagReady] != 1 || count[flagDone] != 1 || (count[flagReserve] != 1) == !staged {
+			waits := count[flagReady] == 1 // the staging path
+			if steps[0].mode == modePush || steps[0].mode == modePushRS {
+				waits = count[flagReady] == 0 && count[flagWaitSent] == len(steps)-1 && count[flagSent] == len(steps)-1
+			}
+			if count[flagPublish] != 1 || !waits || count[flagDone] != 1 || (count[flagReserve] != 1) == !staged {
 				t.Errorf("flags per call: %v", count)
 			}
 			// Every launch counts its seq from done: only the last one

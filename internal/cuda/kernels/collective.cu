@@ -74,7 +74,11 @@ typedef unsigned short u16;
 #define DC_OFF_COUNT_REDUCED 832
 #define DC_OFF_COUNT_DONE 896
 #define DC_OFF_PEERS 1024
-#define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
+// Words peers push into this rank's control block, one per rank: the
+// waits on them poll local memory.
+#define DC_OFF_ACK 2048    // ack[p]: rank p's done
+#define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
+#define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
 #define DC_CTRL_SIZE 4096
 
 // The LL area of a rank's buffer, at Args.ll: receive[2 slots][kWorld
@@ -107,6 +111,8 @@ typedef unsigned short u16;
 #define DC_F_REDUCED 64
 #define DC_F_DONE 128
 #define DC_F_LL 256  // the whole call in one launch, by the LL protocol
+#define DC_F_SENT 512        // push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer
+#define DC_F_WAIT_SENT 1024  // push path: wait until sent1 (RPUSH modes) or sent2 (GPUSHED) >= seq
 
 #define DC_MODE_NONE 0
 #define DC_MODE_REDUCE 1
@@ -115,6 +121,13 @@ typedef unsigned short u16;
 #define DC_MODE_GATHER 4
 #define DC_MODE_GSHARDS 5
 #define DC_MODE_BCAST 6
+// The push path (large all-reduce: PUSH, RPUSH, GPUSHED; large
+// reduce-scatter: PUSH_RS, RPUSH_RS), see push_compute.
+#define DC_MODE_PUSH 7
+#define DC_MODE_RPUSH 8
+#define DC_MODE_GPUSHED 9
+#define DC_MODE_PUSH_RS 10
+#define DC_MODE_RPUSH_RS 11
 
 #define DC_CODE_TIMEOUT 1
 #define DC_CODE_MISMATCH 2
@@ -157,6 +170,7 @@ typedef unsigned short u16;
 #define DC_PROBE_NONE 0
 #define DC_PROBE_HEADER 1  // staging path: the peer's LL header for this call has arrived
 #define DC_PROBE_STAGE 2   // LL: the peer published stage for this call, without an LL header
+#define DC_PROBE_ANY 3     // push path: an LL header, or a stage for this call with another signature
 // What a wait returns when it stops because this rank has already failed
 // (another thread or block found why): nothing new to record.
 #define DC_STOP 99
@@ -435,7 +449,8 @@ __shared__ u64 s_seq;
 __shared__ volatile int s_fail;
 __shared__ u32 s_code[kWorld];
 __shared__ u64 s_aux[kWorld];
-__shared__ u64 s_ack[kWorld];  // LL: the peers' acks as the launch began
+__shared__ u64 s_ack[kWorld];     // LL: the peers' acks as the launch began
+__shared__ u64 s_mirror[kWorld];  // push path: where reduce_range also stores, per peer (0: none)
 // The peers' signatures as their LL headers brought them (word k of rank p
 // at p * DC_SIG_WORDS + k, valid where s_sig_ok is set): what record
 // reports for a peer whose control block holds an older signature.
@@ -493,7 +508,11 @@ __device__ __forceinline__ u64 gstride() { return (u64)gridDim.x * blockDim.x; }
 // the body moves 16-byte vectors, with scalar head and tail; otherwise it
 // is all scalar. Each element is the same expression either way. Thread g
 // of st threads takes every st-th vector (the grid, or one block).
-template <class E>
+//
+// With MIRROR each result is also stored at s_mirror[p] + its offset for
+// every peer p (the push path's all-reduce sends its sums on as it makes
+// them); the mirrors are aligned like off.
+template <class E, bool MIRROR = false>
 __device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
   constexpr u64 S = sizeof(typename E::T), V = 16 / S;
   u64 head = n, nv = 0;
@@ -502,10 +521,38 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
     if (head > n) head = n;
     nv = (n - head) / V;
   }
-  for (u64 i = g; i < head; i += st) Elem<E>::store(dst + i * S, Tree<E, 0, kWorld>::one(off + i * S));
+  auto one = [&](u64 i) {
+    const auto v = Tree<E, 0, kWorld>::one(off + i * S);
+    Elem<E>::store(dst + i * S, v);
+    if constexpr (MIRROR)
+      for (int p = 0; p < kWorld; p++)
+        if (s_mirror[p] != 0) Elem<E>::store(s_mirror[p] + off + i * S, v);
+  };
+  for (u64 i = g; i < head; i += st) one(i);
   const u64 vd = dst + head * S, vo = off + head * S;
-  for (u64 i = g; i < nv; i += st) st_v4(vd + 16 * i, Tree<E, 0, kWorld>::vec(vo + 16 * i));
-  for (u64 i = head + nv * V + g; i < n; i += st) Elem<E>::store(dst + i * S, Tree<E, 0, kWorld>::one(off + i * S));
+  // Two vectors per thread in flight, as in copy_bytes.
+  constexpr int U = 2;
+  u64 i = g;
+  for (; i + (U - 1) * st < nv; i += U * st) {
+    V4 v[U];
+#pragma unroll
+    for (int j = 0; j < U; j++) v[j] = Tree<E, 0, kWorld>::vec(vo + 16 * (i + j * st));
+#pragma unroll
+    for (int j = 0; j < U; j++) {
+      st_v4(vd + 16 * (i + j * st), v[j]);
+      if constexpr (MIRROR)
+        for (int p = 0; p < kWorld; p++)
+          if (s_mirror[p] != 0) st_v4(s_mirror[p] + vo + 16 * (i + j * st), v[j]);
+    }
+  }
+  for (; i < nv; i += st) {
+    const V4 v = Tree<E, 0, kWorld>::vec(vo + 16 * i);
+    st_v4(vd + 16 * i, v);
+    if constexpr (MIRROR)
+      for (int p = 0; p < kWorld; p++)
+        if (s_mirror[p] != 0) st_v4(s_mirror[p] + vo + 16 * i, v);
+  }
+  for (u64 i = head + nv * V + g; i < n; i += st) one(i);
 }
 
 // copy_bytes copies n bytes: 16-byte stores to dst wherever dst is aligned,
@@ -518,7 +565,18 @@ __device__ void copy_bytes(u64 dst, u64 src, u64 n, u64 g, u64 st) {
   for (u64 i = g; i < head; i += st) st_u8(dst + i, ld_u8(src + i));
   const u64 d = dst + head, s = src + head, rel = (dst ^ src) & 15;
   if (rel == 0) {
-    for (u64 i = g; i < nv; i += st) st_v4(d + 16 * i, ld_v4(s + 16 * i));
+    // Several loads in flight per thread before their stores: what keeps
+    // NVLink busy when dst is a peer's memory.
+    constexpr int U = 4;
+    u64 i = g;
+    for (; i + (U - 1) * st < nv; i += U * st) {
+      V4 v[U];
+#pragma unroll
+      for (int j = 0; j < U; j++) v[j] = ld_v4(s + 16 * (i + j * st));
+#pragma unroll
+      for (int j = 0; j < U; j++) st_v4(d + 16 * (i + j * st), v[j]);
+    }
+    for (; i < nv; i += st) st_v4(d + 16 * i, ld_v4(s + 16 * i));
   } else if ((rel & 3) == 0) {
     for (u64 i = g; i < nv; i += st) {
       u64 p = s + 16 * i;
@@ -652,10 +710,23 @@ __device__ bool ll_header_seen(const Args& a, int p, u64 seq) {
 // ---- waits -------------------------------------------------------------------
 
 // watched returns the address of the word a thread of this rank polls
-// for peer p: the acks peers push here (DC_OFF_ACK), or a word of the
-// peer's own control block, read over NVLink.
+// for peer p: one that peers push here (DC_OFF_ACK and after), or a word
+// of the peer's own control block, read over NVLink.
 __device__ __forceinline__ u64 watched(const Args& a, int p, u64 word) {
-  return word == DC_OFF_ACK ? a.self + DC_OFF_ACK + 8 * p : s_ctrl[p] + word;
+  return word >= DC_OFF_ACK && word != DC_WORD_LINES ? a.self + word + 8 * p : s_ctrl[p] + word;
+}
+
+// other_call reports whether peer p is running another call than this
+// one as call seq: its LL header for seq is here, or it published stage
+// >= seq with a signature other than this rank's.
+__device__ bool other_call(const Args& a, int p, u64 seq) {
+  if (ll_header_seen(a, p, seq)) return true;
+  if (ld_acquire(s_ctrl[p] + DC_OFF_STAGE) < seq) return false;
+  u64 mine[DC_SIG_WORDS];
+  own_signature(a, seq, mine);
+  bool same = true;
+  for (int k = 0; k < DC_SIG_WORDS; k++) same = same && ld_vol(s_ctrl[p] + DC_OFF_SIG + 8 * k) == mine[k];
+  return !same;
 }
 
 // fail_block ends a block whose threads set s_code/s_aux: thread 0 records
@@ -719,6 +790,7 @@ struct Waiter {
     if (probe == DC_PROBE_HEADER && ll_header_seen(a, peer, seq)) return DC_CODE_MISMATCH;
     if (probe == DC_PROBE_STAGE && ld_acquire(s_ctrl[peer] + DC_OFF_STAGE) >= seq && !ll_header_seen(a, peer, seq))
       return DC_CODE_MISMATCH;
+    if (probe == DC_PROBE_ANY && other_call(a, peer, seq)) return DC_CODE_MISMATCH;
     return waited > a.timeout ? DC_CODE_TIMEOUT : 0;
   }
 };
@@ -807,9 +879,117 @@ __device__ bool last_block(const Args& a, u64 counter, bool release = true) {
   return s_last;
 }
 
+// ---- the push path ---------------------------------------------------------
+//
+// Large all-reduces and reduce-scatters of one buffer move each byte over
+// NVLink by writes, never reads, and never copy their input whole:
+//   PUSH      every rank copies its input's part p into rank p's staging
+//             (its own part into its own), then sends sent1
+//   RPUSH     wait for sent1, sum this rank's part from its staging, store
+//             the sums to the output and into every peer's staging, send
+//             sent2 (all-reduce)
+//   GPUSHED   wait for sent2, copy the peers' sums into the output
+//   PUSH_RS, RPUSH_RS: the reduce-scatter's PUSH and RPUSH, which store the
+//             sums to the output only.
+// A rank's staging holds its own part at 0, then the part each peer sent
+// (slot recv_slot), then the sums each peer sent: (2W-1) part strides.
+
+__device__ __forceinline__ bool rs_mode(const Args& a) {
+  return a.mode == DC_MODE_PUSH_RS || a.mode == DC_MODE_RPUSH_RS;
+}
+
+// part returns the bytes [lo, hi) of w that rank p sums: a shard of an
+// all-reduce, the p-th W-th of a reduce-scatter's input.
+__device__ __forceinline__ void part(const Args& a, const Work& w, int p, u64* lo, u64* hi) {
+  if (rs_mode(a)) {
+    const u64 n = w.bytes / kWorld;
+    *lo = p * n;
+    *hi = *lo + n;
+  } else {
+    shard(p, w.bytes, lo, hi);
+  }
+}
+
+// part_stride is the staging bytes of one part: the largest, in whole
+// 64-byte lines.
+__device__ __forceinline__ u64 part_stride(const Args& a, const Work& w) {
+  u64 lo, hi;
+  part(a, w, 0, &lo, &hi);
+  return (hi - lo + 63) & ~63ull;
+}
+
+// recv_slot is the slot, among rank q's W-1, that rank p writes.
+__device__ __forceinline__ u64 recv_slot(int q, int p) { return (u64)((p - q - 1 + kWorld) % kWorld); }
+
+// push_setup points the leaves of an RPUSH launch's tree at this rank's
+// staging (its own part at 0, peer p's in its slot) and the mirrors at the
+// peers' stagings, so that reduce_range finds element i of the part of
+// every rank at offset i*size, 16-byte aligned. Thread p sets entry p.
+__device__ void push_setup(const Args& a, int p) {
+  const Work& w = a.work[0];
+  const u64 stride = part_stride(a, w);
+  u64 lo, hi;
+  part(a, w, a.rank, &lo, &hi);
+  const u64 own = a.self + DC_CTRL_SIZE;
+  s_pay[p] = own + (p == (int)a.rank ? 0 : (1 + recv_slot(a.rank, p)) * stride);
+  s_mirror[p] = 0;
+  if (a.mode == DC_MODE_RPUSH && p != (int)a.rank)
+    s_mirror[p] = s_ctrl[p] + DC_CTRL_SIZE + (kWorld + recv_slot(p, a.rank)) * stride;
+}
+
+template <class E>
+__device__ void push_compute(const Args& a, const Work& w) {
+  const u64 g = gtid(), st = gstride(), stride = part_stride(a, w), own = a.self + DC_CTRL_SIZE;
+  u64 lo, hi;
+  switch (a.mode) {
+    case DC_MODE_PUSH:
+    case DC_MODE_PUSH_RS:
+      for (int q = 0; q < kWorld; q++) {
+        part(a, w, q, &lo, &hi);
+        const u64 dst = q == (int)a.rank ? own : s_ctrl[q] + DC_CTRL_SIZE + (1 + recv_slot(q, a.rank)) * stride;
+        copy_bytes(dst, w.in + lo, hi - lo, g, st);
+      }
+      break;
+    case DC_MODE_GPUSHED:
+      for (int p = 0; p < kWorld; p++) {
+        part(a, w, p, &lo, &hi);
+        if (p != (int)a.rank)
+          copy_bytes(w.out + lo, own + (kWorld + recv_slot(a.rank, p)) * stride, hi - lo, g, st);
+        else if ((w.out & 15) != 0)  // RPUSH left the sums in place
+          copy_bytes(w.out + lo, own, hi - lo, g, st);
+      }
+      break;
+    default:
+      if constexpr (E::reduces) {
+        constexpr u64 S = sizeof(typename E::T);
+        part(a, w, a.rank, &lo, &hi);
+        if (a.mode == DC_MODE_RPUSH_RS) {
+          // All scalar where the output is not 16-byte aligned.
+          reduce_range<E>(w.out, 0, (hi - lo) / S, g, st);
+        } else {
+          // Sums go straight to an output aligned for 16-byte stores,
+          // else in place, for GPUSHED to copy: vectors either way.
+          const u64 dst = (w.out & 15) == 0 ? w.out + lo : own;
+          reduce_range<E, true>(dst, 0, (hi - lo) / S, g, st);
+        }
+      }
+  }
+}
+
+// push_word pushes word = seq into every peer's control block (entry
+// rank). Called by every thread of the last block, after last_block.
+__device__ void push_word(const Args& a, u64 word, u64 seq) {
+  const u32 t = threadIdx.x;
+  if (t < kWorld && t != a.rank) st_release(s_ctrl[t] + word + 8 * a.rank, seq);
+}
+
 template <class E>
 __device__ void compute(const Args& a, const Work& w) {
   const u64 own = s_pay[a.rank], g = gtid(), st = gstride();
+  if (a.mode >= DC_MODE_PUSH) {
+    push_compute<E>(a, w);
+    return;
+  }
   switch (a.mode) {
     case DC_MODE_GATHER:
       for (int p = 0; p < kWorld; p++) copy_bytes(w.out + p * w.bytes, s_pay[p] + w.off, w.bytes, g, st);
@@ -1128,6 +1308,7 @@ __device__ void run(const Args& a) {
     // LL checks the acks of its slot without a wait of its own: the
     // loads overlap the stage's.
     if (ll && p != a.rank) s_ack[p] = ld_acquire(a.self + DC_OFF_ACK + 8 * p);
+    if (a.mode == DC_MODE_RPUSH || a.mode == DC_MODE_RPUSH_RS) push_setup(a, p);
   }
   for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) s_sig_ok[i] = 0;
   if (t == nt - 1) {
@@ -1160,8 +1341,17 @@ __device__ void run(const Args& a) {
     if (!check_signatures(a)) return;
   }
   if ((a.flags & DC_F_WAIT_RED) && !wait_all(a, DC_OFF_REDUCED, seq, DC_PHASE_REDUCED)) return;
+  const bool first = a.mode == DC_MODE_RPUSH || a.mode == DC_MODE_RPUSH_RS;  // waits for sent1
+  if (a.flags & DC_F_WAIT_SENT) {
+    if (!wait_all(a, first ? DC_OFF_SENT1 : DC_OFF_SENT2, seq, first ? DC_PHASE_READY : DC_PHASE_REDUCED,
+                  first ? DC_PROBE_ANY : DC_PROBE_NONE))
+      return;
+    if (first && !check_signatures(a)) return;
+  }
   if (a.flags & DC_F_COMPUTE)
     for (u32 k = 0; k < a.nwork; k++) compute<E>(a, a.work[k]);
+  if ((a.flags & DC_F_SENT) && last_block(a, DC_OFF_COUNT_REDUCED))
+    push_word(a, first ? DC_OFF_SENT2 : DC_OFF_SENT1, seq);
   if ((a.flags & DC_F_REDUCED) && last_block(a, DC_OFF_COUNT_REDUCED) && t == 0)
     st_release(a.self + DC_OFF_REDUCED, seq);
   if ((a.flags & DC_F_DONE) && last_block(a, DC_OFF_COUNT_DONE)) publish_done(a, seq);
