@@ -26,7 +26,7 @@ func init() {
 // llMaxGPU is the cuda backend's default LL threshold at W <= 2 (bytes of
 // input), which the sizes below straddle; they span many of its 4 KiB
 // windows.
-const llMaxGPU = 1 << 20
+const llMaxGPU = 2 << 20
 
 // deviceReduceCounts are element counts around the cuda paths' thresholds
 // (all-reduce: llMaxGPU of input; reduce-scatter: of W*n input) with odd
@@ -233,9 +233,9 @@ func checkDevice(c *detcoll.Comm, dt detcoll.DType, out *devGuarded, want []byte
 }
 
 // roleDeviceGather checks AllGatherDevice over the reference system's size
-// sweep and offset pairs (out of place and in place), AllGatherManyDevice
-// against single calls, and BroadcastDevice from every root, with guard
-// bytes.
+// sweep and offset pairs (out of place and in place), plus one size past
+// the LL threshold, AllGatherManyDevice against single calls, and
+// BroadcastDevice from every root, with guard bytes.
 func roleDeviceGather() error {
 	ctx := context.Background()
 	c, g, err := openGPURank(ctx)
@@ -247,7 +247,7 @@ func roleDeviceGather() error {
 	w, rank := c.WorldSize(), c.Rank()
 	u8 := detcoll.TypeUint8
 	call, calls := 0, 0
-	for _, n := range gatherSizes(w) {
+	for _, n := range append(gatherSizes(w), llMaxGPU+5) {
 		call++
 		ins := make([][]byte, w)
 		for p := range ins {
@@ -328,7 +328,7 @@ func roleDeviceGather() error {
 		calls++
 	}
 	for root := range w {
-		for _, n := range []int{0, 1, 1000, 100001} {
+		for _, n := range []int{0, 1, 1000, 100001, llMaxGPU + 7} {
 			call++
 			g.reset()
 			data := inputBytes(testSeed, call, root, n, u8)

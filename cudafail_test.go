@@ -104,11 +104,11 @@ func roleDeviceGraph() error {
 		case 0:
 			op.kind, op.dt, op.n = "ar", detcoll.TypeFloat32, 1000+i
 		case 1:
-			op.kind, op.dt, op.n = "ar", detcoll.TypeBFloat16, 700000+i // the push path
+			op.kind, op.dt, op.n = "ar", detcoll.TypeBFloat16, 1200000+i // the push path
 		case 2:
 			op.kind, op.dt, op.n = "rs", detcoll.TypeFloat16, 777+i
 			if i%8 == 6 {
-				op.n = 300000 + i // the push path from W=2
+				op.n = 600000 + i // the push path from W=2
 			}
 		case 3:
 			op.kind, op.dt, op.n = "ag", detcoll.TypeUint8, 30001+i

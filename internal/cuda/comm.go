@@ -326,10 +326,11 @@ func (p planner) String() string {
 }
 
 // defaultLLMax is the largest image the LL protocol carries by default:
-// 1 MiB at W <= 2, where it beat the staging path on 2 x H200 up to there
-// (docs/gpu-results.md), and less as W grows, since every rank then sends
-// its whole input to W-1 peers and the LL area (llAreaSize) grows with W.
-func defaultLLMax(world int) int { return max(64<<10, (2<<20)/max(world, 2)) }
+// 2 MiB at W <= 2, where on 2 x H200 it beat the other paths up to there
+// for every operation and lost at 4 MiB for all-gathers (docs/gpu-
+// results.md); less as W grows, since every rank then sends its whole
+// input to W-1 peers and the LL area (llAreaSize) grows with W.
+func defaultLLMax(world int) int { return max(64<<10, (4<<20)/max(world, 2)) }
 
 // defaultLLWindow gives each thread of an LL launch one line (8 bytes) of
 // the image per buffer.
