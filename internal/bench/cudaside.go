@@ -161,6 +161,11 @@ func (g *gpuSide) buffers(op Op, s Shape, input []byte) (ins, outs []driver.Devi
 		}
 		outs = append(outs, out)
 	}
+	// The copy and memsets run on the legacy stream, which the timed
+	// streams (non-blocking) do not wait for.
+	if err := driver.CtxSynchronize(); err != nil {
+		return nil, nil, err
+	}
 	return ins, outs, nil
 }
 

@@ -79,6 +79,14 @@ func newDevBuf(n, off int) (*devBuf, error) {
 		driver.MemFree(p)
 		return nil, err
 	}
+	// The memset runs on the legacy stream, and may still run when the
+	// host returns; the calls under test run on a non-blocking stream,
+	// which does not wait for it (a fast kernel's output was once
+	// overwritten by its guard fill).
+	if err := driver.CtxSynchronize(); err != nil {
+		driver.MemFree(p)
+		return nil, err
+	}
 	return &devBuf{base: p, off: off, n: n}, nil
 }
 
@@ -89,7 +97,13 @@ func newDevInput(b []byte) (*devBuf, error) {
 		return nil, err
 	}
 	if len(b) > 0 {
+		// As the memset: a copy from pageable memory may return before
+		// its DMA has finished.
 		if err := driver.MemcpyHtoD(d.dptr(), b); err != nil {
+			d.free()
+			return nil, err
+		}
+		if err := driver.CtxSynchronize(); err != nil {
 			d.free()
 			return nil, err
 		}
