@@ -39,6 +39,7 @@ type Comm struct {
 	spin        time.Duration // see spinFor
 	yield       bool          // see spinFor
 	cachedMax   int           // largest footprint copied through the cache: see copy.go
+	chunk       int           // bytes staged between publications of a streamed call: see stream.go
 
 	// segs are the mapped segments by rank; segs[rank] is this rank's own.
 	// segsMu guards their unmapping against Abort and the monitor, which
@@ -79,6 +80,9 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	if c.cachedMax, err = cachedMaxFromEnv(); err != nil {
 		return nil, err
 	}
+	if c.chunk, err = streamChunkFromEnv(); err != nil {
+		return nil, err
+	}
 	size := segmentSize(cfg.Capacity)
 	if cfg.World == 1 {
 		mem, err := anonymousSegment(size)
@@ -115,8 +119,9 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	}()
 
 	// Every rank adopts rank 0's thresholds: they are derived from the
-	// core count, which CPU binding can make differ between ranks.
-	setup := fmt.Sprintf("%s %d %d", name, cfg.Capacity, c.paths.allReduceOneShotMax)
+	// core count, which CPU binding can make differ between ranks, or set
+	// by environment variables, which may differ too.
+	setup := fmt.Sprintf("%s %d %d %d", name, cfg.Capacity, c.paths.allReduceOneShotMax, c.paths.streamMin)
 	all, err := c.rdv.AllGather(ctx, "cpu/segments", []byte(setup))
 	if err != nil {
 		return nil, fmt.Errorf("exchange shared memory names: %w", err)
@@ -124,12 +129,13 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	for p, v := range all {
 		var peerName string
 		var capacity int64
-		var oneShotMax int
-		if _, err := fmt.Sscanf(string(v), "%s %d %d", &peerName, &capacity, &oneShotMax); err != nil {
+		var oneShotMax, streamMin int
+		if _, err := fmt.Sscanf(string(v), "%s %d %d %d", &peerName, &capacity, &oneShotMax, &streamMin); err != nil {
 			return nil, fmt.Errorf("rank %d sent a bad segment description %q: %w", p, v, err)
 		}
 		if p == 0 {
 			c.paths.allReduceOneShotMax = oneShotMax
+			c.paths.streamMin = streamMin
 		}
 		if p == c.rank {
 			continue
@@ -208,7 +214,7 @@ func (c *Comm) poison(err error, tell bool) {
 		if s.mem == nil {
 			continue
 		}
-		for _, off := range []int{offStage, offReduced, offDone} {
+		for _, off := range []int{offStage, offReduced, offDone, offStaged} {
 			futexWake(low32(s.word(off)))
 		}
 	}
@@ -274,7 +280,7 @@ func (c *Comm) closeHandshake(ctx context.Context) error {
 		k.deadline = d
 	}
 	req := &base.Request{Op: base.OpClose}
-	if err := c.begin(k, req, base.Signature{Op: base.OpClose, Buffers: 1}); err != nil {
+	if err := c.begin(k, req, base.Signature{Op: base.OpClose, Buffers: 1}, false); err != nil {
 		return err
 	}
 	c.publish(offDone, c.seq)

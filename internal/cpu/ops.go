@@ -28,10 +28,17 @@ func (c *Comm) Do(req *base.Request) error {
 	}
 	c.cached = c.footprint(req) <= c.cachedMax
 	k := c.newCall(req.Op)
-	if err := c.begin(k, req, req.Signature()); err != nil {
+	streamed := c.streamed(req)
+	if err := c.begin(k, req, req.Signature(), streamed); err != nil {
 		return err
 	}
-	if err := c.compute(k, req); err != nil {
+	var err error
+	if streamed {
+		err = c.computeStreamed(k, req)
+	} else {
+		err = c.compute(k, req)
+	}
+	if err != nil {
 		return c.fail(err)
 	}
 	c.publish(offDone, c.seq)
@@ -58,8 +65,10 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 }
 
 // begin runs the protocol's first four steps: reserve, stage the input and
-// the signature, publish, wait for every peer, and compare signatures.
-func (c *Comm) begin(k call, req *base.Request, sig base.Signature) error {
+// the signature, publish, wait for every peer, and compare signatures. A
+// streamed call stages its input later, after the signatures match (see
+// stream.go).
+func (c *Comm) begin(k call, req *base.Request, sig base.Signature, streamed bool) error {
 	seq := k.seq
 	sig.Seq = seq
 	if req.Op == base.OpAllReduceStaged {
@@ -68,7 +77,11 @@ func (c *Comm) begin(k call, req *base.Request, sig base.Signature) error {
 		if err := c.reserve(k); err != nil {
 			return c.fail(err)
 		}
-		c.stageInputs(req)
+		if streamed {
+			c.publishStaged(0)
+		} else {
+			c.stageInputs(req)
+		}
 	}
 	own := c.segs[c.rank]
 	own.writeSignature(sig)

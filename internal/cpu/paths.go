@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 )
@@ -16,6 +17,11 @@ type paths struct {
 	// reduce-scattered into place, then all-gathered, so each rank sums
 	// only its shard. See docs/thresholds.md for the measurement.
 	allReduceOneShotMax int
+	// streamMin is the smallest input, in bytes per rank, from which an
+	// all-gather or broadcast streams its staging (stream.go): peers copy
+	// each chunk as soon as it is staged. The ranks must agree on it, as
+	// a streamed call publishes its stage word before its data.
+	streamMin int
 }
 
 // defaultPaths picks the thresholds measured in docs/thresholds.md. With a
@@ -26,24 +32,37 @@ type paths struct {
 // scheduler, and one-shot wins up to a few KiB.
 func defaultPaths(world int) paths {
 	if world > hostCPUs() {
-		return paths{allReduceOneShotMax: 8 << 10}
+		// Streaming waits once per chunk, which costs a trip through the
+		// scheduler when ranks share cores; not measured there, so off.
+		return paths{allReduceOneShotMax: 8 << 10, streamMin: math.MaxInt}
 	}
-	return paths{allReduceOneShotMax: 256}
+	return paths{allReduceOneShotMax: 256, streamMin: defaultStreamMin}
 }
 
 // envOneShotMax overrides the all-reduce threshold, for measuring it. It is
 // a tuning knob, not API.
 const envOneShotMax = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
 
+// envStreamMin overrides streamMin, likewise.
+const envStreamMin = "DETCOLL_CPU_STREAM_MIN"
+
 func (p *paths) fromEnv() error {
-	v := os.Getenv(envOneShotMax)
-	if v == "" {
-		return nil
+	for _, e := range []struct {
+		name string
+		v    *int
+	}{{envOneShotMax, &p.allReduceOneShotMax}, {envStreamMin, &p.streamMin}} {
+		v := os.Getenv(e.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: want a byte count >= 0", e.name, v)
+		}
+		*e.v = n
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%s=%q: want a byte count >= 0", envOneShotMax, v)
-	}
-	p.allReduceOneShotMax = n
 	return nil
 }
+
+// defaultStreamMin is streamMin with a core per rank. See docs/thresholds.md.
+const defaultStreamMin = 4 << 20

@@ -18,6 +18,7 @@ const (
 	offWaiters = 256 // number of peers sleeping on one of this segment's words (uint32)
 	offSig     = 320 // the signature of the staged call, sigWords words
 	sigWords   = 7
+	offStaged  = 384  // bytes of the current call's input staged so far (streamed calls only: see stream.go)
 	offReason  = 1024 // why the rank failed, reasonLen bytes, written before the status word
 	reasonLen  = 2048
 	ctrlSize   = 4096 // keeps the payload page aligned
