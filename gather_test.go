@@ -18,7 +18,7 @@ func init() {
 
 // gatherSizes are the reference system's all-gather sweep in bytes per rank
 // (T = its 64 KiB single-block threshold), which straddle 16-byte vectors
-// and odd tails.
+// and odd tails (and the cuda backend's 4 KiB LL windows).
 func gatherSizes(w int) []int {
 	const t = 64 << 10
 	return []int{0, 1, 15, 16, 17, 4095, 32<<10 + 3, 96 << 10, t/w - 1, t / w, t/w + 1, t/w + 16, 1<<20 + 5}

@@ -6,10 +6,26 @@
 //
 // Each rank allocates one buffer on its GPU: a control block (the sequence
 // words stage, done and reduced, the status word, the signature, the
-// launch counters and the table of every rank's buffer as mapped here),
-// then Capacity bytes of staging. Ranks exchange IPC handles through the
-// rendezvous store and map each other's buffers, so a kernel reads its
-// peers' staging and polls their words directly, over NVLink or PCIe.
+// launch counters, the table of every rank's buffer as mapped here, and the
+// words peers push here: acks, sent1, sent2), then the staging (Capacity
+// bytes, or (2W-1)/W of it where the push path needs more), then the LL
+// area (receive slots and scratch images, layout.go). Ranks exchange IPC
+// handles through the rendezvous store and map each other's buffers, so a
+// kernel writes into its peers' memory, and reads it where a path needs
+// to, over NVLink or PCIe.
+//
+// # Paths
+//
+// Which path a call takes depends only on its signature (operation, type,
+// sizes) and the world size, so every rank takes the same one; all of them
+// evaluate the same tree on the same values (kernels/collective.cu).
+//   - LL (images up to llMax, 2 MiB at W=2): one launch; every rank pushes
+//     its input as flagged lines into each peer's memory and polls its own.
+//   - push (larger all-reduces and single-buffer reduce-scatters): the
+//     input's parts, then the sums, written into the peers' staging.
+//   - staging (the rest: larger gathers, broadcasts, *Many reduce-scatters,
+//     staged all-reduces): copy into the own staging, read the peers'.
+//
 // Host-mapped pinned memory holds the abort word, which the host raises to
 // stop spinning kernels, and the error record, which a failing kernel
 // fills.

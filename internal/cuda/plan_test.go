@@ -46,7 +46,7 @@ func TestPlanPaths(t *testing.T) {
 		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10+1), Out: buf(1<<20, 128<<10+2)}, 2, []uint32{modeNone, modeGather}},
 		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []uint32{modeNone}},
 		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []uint32{modeNone, modeNone, modeRShard, modeRShard}},
-		{"gather many, fused", many(base.OpAllGatherMany, 8, 64, 4), 4, []uint32{modeGather}},
+		{"gather many, LL", many(base.OpAllGatherMany, 8, 64, 4), 4, []uint32{modeGather}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			steps := testPlanner(0, tc.world).plan(tc.req)
