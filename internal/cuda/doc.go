@@ -14,6 +14,10 @@
 // kernel writes into its peers' memory, and reads it where a path needs
 // to, over NVLink or PCIe.
 //
+// Host-mapped pinned memory holds the abort word, which the host raises to
+// stop spinning kernels, and the error record, which a failing kernel
+// fills.
+//
 // # Paths
 //
 // Which path a call takes depends only on its signature (operation, type,
@@ -25,10 +29,6 @@
 //     input's parts, then the sums, written into the peers' staging.
 //   - staging (the rest: larger gathers, broadcasts, *Many reduce-scatters,
 //     staged all-reduces): copy into the own staging, read the peers'.
-//
-// Host-mapped pinned memory holds the abort word, which the host raises to
-// stop spinning kernels, and the error record, which a failing kernel
-// fills.
 //
 // # Calls
 //
