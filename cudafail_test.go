@@ -246,11 +246,15 @@ func roleDeviceMismatch() error {
 	defer g.close()
 	defer c.Close(ctx)
 	w, rank := c.WorldSize(), c.Rank()
-	in, out := g.alloc(4000), g.alloc(4000*w)
+	in := g.alloc(4000)
+	out, err := g.guarded(4000*w, 0) // 0xA5 throughout: a mismatch must leave it so
+	if err != nil {
+		return err
+	}
 	if rank == w-1 {
-		err = c.AllGatherDevice(detcoll.DevicePtr(in), detcoll.DevicePtr(out), 1000, detcoll.TypeUint8, 0)
+		err = c.AllGatherDevice(detcoll.DevicePtr(in), out.ptr(), 1000, detcoll.TypeUint8, 0)
 	} else {
-		err = c.AllReduceDevice(detcoll.DevicePtr(in), detcoll.DevicePtr(out), 1000, detcoll.TypeFloat32, 0)
+		err = c.AllReduceDevice(detcoll.DevicePtr(in), out.ptr(), 1000, detcoll.TypeFloat32, 0)
 	}
 	if err != nil {
 		return fmt.Errorf("queue: %w", err)
@@ -267,7 +271,16 @@ func roleDeviceMismatch() error {
 		}
 	}
 	fmt.Printf("rank %d: after %v: %v\n", rank, time.Since(start).Round(time.Microsecond), err)
-	if err := c.AllReduceDevice(detcoll.DevicePtr(in), detcoll.DevicePtr(out), 10, detcoll.TypeFloat32, 0); !errors.Is(err, detcoll.ErrMismatch) {
+	got, err := out.read()
+	if err != nil {
+		return fmt.Errorf("output after the mismatch: %w", err)
+	}
+	for i, b := range got {
+		if b != 0xA5 {
+			return fmt.Errorf("the mismatched call wrote its output (byte %d is %#x)", i, b)
+		}
+	}
+	if err := c.AllReduceDevice(detcoll.DevicePtr(in), out.ptr(), 10, detcoll.TypeFloat32, 0); !errors.Is(err, detcoll.ErrMismatch) {
 		return fmt.Errorf("call after a mismatch: got %v, want the cause again", err)
 	}
 	return nil

@@ -124,10 +124,31 @@ func (c *Comm) Do(req *base.Request) error {
 	if req.Op != base.OpBarrier {
 		return base.Invalidf("%v on host memory: a cuda communicator takes device memory (use the Device calls)", req.Op)
 	}
+	// The caller's calls may be in flight on a stream the legacy one does
+	// not wait for; the barrier's kernel must follow them (every launch
+	// counts its seq from the last call's done).
+	if err := c.syncContext(); err != nil {
+		return err
+	}
 	if err := c.Enqueue(&base.DeviceRequest{Op: base.OpBarrier}); err != nil {
 		return err
 	}
 	return c.Synchronize(0)
+}
+
+// syncContext waits for everything queued on the communicator's device.
+func (c *Comm) syncContext() error {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	err := driver.CtxSynchronize()
+	runtime.UnlockOSThread()
+	if err != nil {
+		c.poison(fmt.Errorf("cuda: synchronize: %w", err), true)
+		return c.Err()
+	}
+	return nil
 }
 
 // Stage refuses: a cuda communicator's staging is device memory

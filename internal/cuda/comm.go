@@ -330,7 +330,8 @@ func (p planner) String() string {
 // for every operation and lost at 4 MiB for all-gathers (docs/gpu-
 // results.md); less as W grows, since every rank then sends its whole
 // input to W-1 peers and the LL area (llAreaSize) grows with W.
-func defaultLLMax(world int) int { return max(64<<10, (4<<20)/max(world, 2)) }
+// It is a whole number of 64-byte lines, as the kernels require.
+func defaultLLMax(world int) int { return max(64<<10, (4<<20)/max(world, 2)&^63) }
 
 // defaultLLWindow gives each thread of an LL launch one line (8 bytes) of
 // the image per buffer.

@@ -60,3 +60,15 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		t.Errorf("kernelArgs.Work at %d, struct Args.work at 88", got)
 	}
 }
+
+// TestLLAreaAligned: the LL images are whole 64-byte lines at every world
+// size, so every receive slot and scratch image stays 16-byte aligned (the
+// kernels' static_assert refuses anything else at compile time, on the GPU).
+func TestLLAreaAligned(t *testing.T) {
+	for w := 1; w <= maxWorld; w++ {
+		m := defaultLLMax(w)
+		if m%64 != 0 || m < 64<<10 || llSlot(m)%16 != 0 {
+			t.Errorf("W=%d: llMax %d, slot %d", w, m, llSlot(m))
+		}
+	}
+}

@@ -90,6 +90,7 @@ typedef unsigned short u16;
 #endif
 #define DC_LL_HDR 128
 #define DC_LL_SLOT (DC_LL_HDR + 2 * DC_LL_MAX)
+static_assert(DC_LL_MAX % 64 == 0, "LL images must be whole 64-byte lines: slots and scratch stay 16-byte aligned");
 
 // Host-mapped error record (bytes). Must match layout.go.
 #define DC_REC_ABORT 0
@@ -722,10 +723,11 @@ __device__ __forceinline__ u64 watched(const Args& a, int p, u64 word) {
 __device__ bool other_call(const Args& a, int p, u64 seq) {
   if (ll_header_seen(a, p, seq)) return true;
   if (ld_acquire(s_ctrl[p] + DC_OFF_STAGE) < seq) return false;
-  u64 mine[DC_SIG_WORDS];
+  u64 mine[DC_SIG_WORDS], theirs[DC_SIG_WORDS];
   own_signature(a, seq, mine);
+  for (int k = 0; k < DC_SIG_WORDS; k += 2) ld_vol2(s_ctrl[p] + DC_OFF_SIG + 8 * k, &theirs[k], &theirs[k + 1]);
   bool same = true;
-  for (int k = 0; k < DC_SIG_WORDS; k++) same = same && ld_vol(s_ctrl[p] + DC_OFF_SIG + 8 * k) == mine[k];
+  for (int k = 0; k < DC_SIG_WORDS; k++) same = same && theirs[k] == mine[k];
   return !same;
 }
 
@@ -855,20 +857,26 @@ __device__ bool check_signatures(const Args& a) {
 
 // last_block reports, to every thread of the block, whether this block is
 // the last of its launch to get here; the last one resets the count for the
-// next launch. Without release it only counts (LL). Everything the launch wrote before is visible to whoever
-// sees what the last block publishes next: every caller publishes with
-// st.release.sys from thread 0 (a fence.acq_rel.sys and the store), after
-// the bar.sync here.
+// next launch. Without release it only counts (LL). With it, everything the
+// launch wrote before is visible to whoever sees what the last block
+// publishes next: every caller publishes with st.release.sys (a
+// fence.acq_rel.sys and the store), after the bar.sync here.
 //
-// Every block's writes go to this GPU's memory, so a GPU-scope release
+// Where a block's writes went to this GPU's memory, a GPU-scope release
 // (fence.acq_rel.gpu before the count) is enough for the last block to see
 // them; only the last block fences at system scope, once per launch, and
-// its st.release.sys passes them on (cumulativity).
+// its st.release.sys passes them on (cumulativity). The push path's blocks
+// write into peers' memory: each of them fences at system scope itself,
+// rather than lean on cumulativity across scopes (once per block of a call
+// of megabytes).
 __device__ bool last_block(const Args& a, u64 counter, bool release = true) {
   sync_block();
-  if (gridDim.x == 1) return true;  // thread 0's st.release.sys that follows releases the block's writes
+  if (gridDim.x == 1) return true;  // the st.release.sys that follows releases the block's writes
   if (threadIdx.x == 0) {
-    if (release) fence_gpu();
+    if (release && a.mode >= DC_MODE_PUSH)
+      fence_sys();
+    else if (release)
+      fence_gpu();
     s_last = atom_add(a.self + counter, 1) == gridDim.x - 1;
     if (s_last) {
       atom_zero(a.self + counter);
@@ -1079,23 +1087,31 @@ __device__ bool ll_wait(const Args& a, u64 p, u64 seq, int peer, u64* v, u32 pro
   }
 }
 
-// ll_refresh writes the flag into every line of this call's slot at every
-// peer that the call does not send. Run when the low 31 bits of seq are 0
-// or 1, it bounds the age of every flag in a slot to 2^31 calls, so that a
-// stale line can never carry the flag of the call reading it (flags are
-// seq mod 2^32); it costs one slot's worth of writes every 2^31 calls.
-__device__ void ll_refresh(const Args& a, u64 seq, u32 flag) {
+// ll_refresh writes call seq's flag into every line of its slot at every
+// peer that the call does not send (an LL call), or into every line of it,
+// signature header included (the first launch of a call on another path,
+// after its reserve, which frees the slot too). Run whatever the path
+// when the low 31 bits of seq are 0 or 1, it bounds the age of every flag
+// in a slot to 2^31 calls, so that a stale line can never carry the flag of
+// the call reading it (flags are seq mod 2^32); it costs one slot's worth
+// of writes every 2^31 calls.
+__device__ __forceinline__ bool ll_refresh_due(u64 seq) { return (seq & 0x7fffffffull) < 2; }
+
+__device__ void ll_refresh(const Args& a, u64 seq, bool ll) {
+  const u32 flag = (u32)seq;
   for (int q = 0; q < kWorld; q++) {
     if (q == (int)a.rank) continue;
-    const u64 dst = ll_slot(a, s_ctrl[q], seq, a.rank) + DC_LL_HDR;
+    const u64 slot = ll_slot(a, s_ctrl[q], seq, a.rank);
+    if (!ll)
+      for (u64 k = gtid(); k < DC_LL_HDR / 16; k += gstride()) st_line(slot + 16 * k, 0, flag);
     for (u64 x = 8 * gtid(); x < DC_LL_MAX; x += 8 * gstride()) {
       bool sent = false;
-      for (u32 k = 0; k < a.nwork; k++) {
+      for (u32 k = 0; ll && k < a.nwork; k++) {
         u64 b, e;
         ll_range(a, a.work[k], a.rank, q, &b, &e);
         sent = sent || (x >= b && x < e);
       }
-      if (!sent) st_line(dst + 2 * x, 0, flag);
+      if (!sent) st_line(slot + DC_LL_HDR + 2 * x, 0, flag);
     }
   }
 }
@@ -1199,7 +1215,7 @@ __device__ void run_ll(const Args& a, u64 seq) {
       for (u64 x = b + 8 * t; x < e; x += 8 * nt) st_line(dst + 2 * x, ld_image8(a.work[k], x), flag);
     }
   }
-  if ((flag & 0x7fffffffu) < 2) ll_refresh(a, seq, flag);
+  if (ll_refresh_due(seq)) ll_refresh(a, seq, true);
 
   // Check every peer's signature (thread i: word i % 8 of rank i / 8).
   for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) {
@@ -1213,6 +1229,13 @@ __device__ void run_ll(const Args& a, u64 seq) {
       s_code[p] = DC_CODE_MISMATCH;
       s_fail = 1;
     }
+  }
+  // No output is written before every signature is known to agree
+  // (contract section 5: a mismatch changes nothing).
+  sync_block();
+  if (s_fail) {
+    fail_block(a, DC_WORD_LINES, 0, DC_PHASE_READY);
+    return;
   }
 
   // Receive: every line's values from every rank that sends it, then the
@@ -1288,7 +1311,9 @@ __device__ void run_ll(const Args& a, u64 seq) {
   }
   // done and the acks need no fence: the peers write nothing here that
   // this rank's writes must precede, and every read of the receive slot
-  // has returned its value (it was stored) before the count.
+  // (and, for a staged all-reduce, of this rank's staging, which a peer's
+  // next call may write) has returned its value (it was stored) before
+  // the count.
   if (last_block(a, DC_OFF_COUNT_DONE, false) && t < kWorld)
     st_vol(t == a.rank ? a.self + DC_OFF_DONE : s_ctrl[t] + DC_OFF_ACK + 8 * a.rank, seq);
 }
@@ -1332,6 +1357,7 @@ __device__ void run(const Args& a) {
   }
 
   if ((a.flags & DC_F_RESERVE) && !wait_all(a, DC_OFF_ACK, seq - 1, DC_PHASE_RESERVE)) return;
+  if ((a.flags & DC_F_RESERVE) && ll_refresh_due(seq)) ll_refresh(a, seq, false);
   if (a.flags & DC_F_COPYIN)
     for (u32 k = 0; k < a.nwork; k++)
       if (a.work[k].in != 0) copy_bytes(s_pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes, gtid(), gstride());
