@@ -1,10 +1,6 @@
 package cpu
 
-import (
-	"fmt"
-	"os"
-	"strconv"
-)
+import "github.com/detcoll/detcoll/internal/base"
 
 // Go's copy on amd64 switches to non-temporal stores (VMOVNTDQ, which
 // bypass the caches and go to memory) for any single copy of 1 MiB or
@@ -33,17 +29,7 @@ const defaultCachedMax = 16 << 20
 // knob, not API, and changes only speed: it may differ between ranks.
 const envCachedMax = "DETCOLL_CPU_CACHED_COPY_MAX"
 
-func cachedMaxFromEnv() (int, error) {
-	v := os.Getenv(envCachedMax)
-	if v == "" {
-		return defaultCachedMax, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: want a byte count >= 0", envCachedMax, v)
-	}
-	return n, nil
-}
+func cachedMaxFromEnv() (int, error) { return base.TuningKnob(envCachedMax, defaultCachedMax, 0, 1) }
 
 // copyCached copies src into dst (copy's semantics; no overlap) through
 // the cache when cached is true: in pieces short enough that copy keeps to

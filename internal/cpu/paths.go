@@ -1,10 +1,9 @@
 package cpu
 
 import (
-	"fmt"
 	"math"
-	"os"
-	"strconv"
+
+	"github.com/detcoll/detcoll/internal/base"
 )
 
 // paths holds the size thresholds that choose between execution paths.
@@ -47,21 +46,12 @@ const envOneShotMax = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
 const envStreamMin = "DETCOLL_CPU_STREAM_MIN"
 
 func (p *paths) fromEnv() error {
-	for _, e := range []struct {
-		name string
-		v    *int
-	}{{envOneShotMax, &p.allReduceOneShotMax}, {envStreamMin, &p.streamMin}} {
-		v := os.Getenv(e.name)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("%s=%q: want a byte count >= 0", e.name, v)
-		}
-		*e.v = n
+	var err error
+	if p.allReduceOneShotMax, err = base.TuningKnob(envOneShotMax, p.allReduceOneShotMax, 0, 1); err != nil {
+		return err
 	}
-	return nil
+	p.streamMin, err = base.TuningKnob(envStreamMin, p.streamMin, 0, 1)
+	return err
 }
 
 // defaultStreamMin is streamMin with a core per rank. See docs/thresholds.md.

@@ -1,9 +1,6 @@
 package cpu
 
 import (
-	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
@@ -50,17 +47,7 @@ const streamChunk = 1 << 20
 // chunks).
 const envStreamChunk = "DETCOLL_CPU_STREAM_CHUNK"
 
-func streamChunkFromEnv() (int, error) {
-	v := os.Getenv(envStreamChunk)
-	if v == "" {
-		return streamChunk, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a byte count > 0", envStreamChunk, v)
-	}
-	return n, nil
-}
+func streamChunkFromEnv() (int, error) { return base.TuningKnob(envStreamChunk, streamChunk, 1, 1) }
 
 // streamed says whether req streams its staging.
 func (c *Comm) streamed(req *base.Request) bool {

@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -345,19 +343,10 @@ const (
 )
 
 func (p *planner) fromEnv() error {
-	for _, v := range []struct {
-		name string
-		dst  *int
-	}{{envLLMax, &p.llMax}, {envLLWindow, &p.llWindow}} {
-		s := os.Getenv(v.name)
-		if s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n%64 != 0 || (v.dst == &p.llWindow && n == 0) {
-			return fmt.Errorf("%s=%q: want a byte count >= 0 (> 0 for the window), a multiple of 64", v.name, s)
-		}
-		*v.dst = n
+	var err error
+	if p.llMax, err = base.TuningKnob(envLLMax, p.llMax, 0, 64); err != nil {
+		return err
 	}
-	return nil
+	p.llWindow, err = base.TuningKnob(envLLWindow, p.llWindow, 64, 64)
+	return err
 }
