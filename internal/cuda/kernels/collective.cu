@@ -1087,18 +1087,21 @@ __device__ bool ll_wait(const Args& a, u64 p, u64 seq, int peer, u64* v, u32 pro
   }
 }
 
-// ll_refresh writes call seq's flag into every line of its slot at every
-// peer that the call does not send (an LL call), or into every line of it,
-// signature header included (the first launch of a call on another path,
-// after its reserve, which frees the slot too). Run whatever the path
-// when the low 31 bits of seq are 0 or 1, it bounds the age of every flag
-// in a slot to 2^31 calls, so that a stale line can never carry the flag of
-// the call reading it (flags are seq mod 2^32); it costs one slot's worth
-// of writes every 2^31 calls.
+// ll_refresh writes the flag of call seq - 2 (the slot's last call, which
+// every peer has finished reading) into every line of call seq's slot at
+// every peer that the call does not send (an LL call), or into every line
+// of it, signature header included (the first launch of a call on another
+// path, after its reserve). No reader takes such a line for its call: not
+// this call's (a staged LL all-reduce follows its Stage launch's refresh),
+// nor one of the next 2^32 - 2. Run whatever the path when the low 31 bits
+// of seq are 0 or 1, it bounds the age of every flag in a slot to 2^31
+// calls, so that a stale line can never carry the flag of the call reading
+// it (flags are seq mod 2^32); it costs one slot's worth of writes every
+// 2^31 calls.
 __device__ __forceinline__ bool ll_refresh_due(u64 seq) { return (seq & 0x7fffffffull) < 2; }
 
 __device__ void ll_refresh(const Args& a, u64 seq, bool ll) {
-  const u32 flag = (u32)seq;
+  const u32 flag = (u32)(seq - 2);
   for (int q = 0; q < kWorld; q++) {
     if (q == (int)a.rank) continue;
     const u64 slot = ll_slot(a, s_ctrl[q], seq, a.rank);
