@@ -397,3 +397,22 @@ func TestDeviceGatherGPU(t *testing.T) {
 		})
 	}
 }
+
+// TestDeviceWiderWorldsGPU runs the reduction and gather checks at W=3 and
+// 4 on two GPUs, two ranks sharing one (TEST_GPUS): the kernels' code for
+// more than two ranks (trees over 3 and 4 leaves, LL with several peers,
+// the push path's slots) on the machines we have. Ranks sharing a GPU are
+// time-sliced, so the short sizes only, and nothing here is a timing.
+func TestDeviceWiderWorldsGPU(t *testing.T) {
+	for _, w := range []int{3, 4} {
+		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
+			requireGPUs(t, 2)
+			for _, role := range []string{"device-reduce", "device-gather"} {
+				res := ranktest.Run(t, w, role, 4*time.Minute, "TEST_GPUS=2", "TEST_CAPACITY=33554432",
+					"TEST_TIMEOUT_MS=60000", "TEST_SHORT=1")
+				ranktest.RequireOK(t, res)
+				t.Logf("%s: rank 0 said: %s", role, res[0].Output)
+			}
+		})
+	}
+}

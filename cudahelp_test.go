@@ -3,7 +3,9 @@ package detcoll_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -55,6 +57,14 @@ const arenaSize = 256 << 20
 // its thread: a rank is a process of its own.
 func openGPURank(ctx context.Context) (*detcoll.Comm, *gpuRank, error) {
 	runtime.LockOSThread()
+	// TEST_GPUS=n shares n GPUs among the ranks, rank r on GPU r mod n, so
+	// that more ranks than GPUs run the code of wider worlds. Ranks on one
+	// GPU are time-sliced: for correctness only. It must narrow the
+	// devices before anything initialises CUDA in this process.
+	if n := envInt("TEST_GPUS", 0); n > 0 {
+		os.Setenv("CUDA_VISIBLE_DEVICES", strconv.Itoa(envInt("LOCAL_RANK", 0)%n))
+		os.Setenv("LOCAL_RANK", "0") // device 0 of the narrowed list
+	}
 	opts := detcoll.Options{Backend: "cuda", Capacity: int64(envInt("TEST_CAPACITY", 8<<20))}
 	if ms := envInt("TEST_TIMEOUT_MS", 0); ms > 0 {
 		opts.Timeout = time.Duration(ms) * time.Millisecond
