@@ -39,8 +39,8 @@ type Options struct {
 	// Capacity is the largest input of one call, in bytes per rank (for
 	// ReduceScatter the whole input; for the *Many calls the sum of the
 	// inputs, each rounded up to 64 bytes). Each rank holds this much
-	// staging memory (cuda: about twice as much device memory, for the
-	// large calls' push path, plus a few MiB). 0 means DefaultCapacity.
+	// staging memory (cuda: up to twice as much device memory, 1.5x at
+	// W=2, for the large calls' push path, plus a few MiB). 0 means DefaultCapacity.
 	Capacity int64 `json:"capacity"`
 	// Timeout bounds every wait for peers inside a call. 0 means
 	// DefaultTimeout.

@@ -21,7 +21,7 @@ type Config struct {
 	// Device is the CUDA device ordinal (after CUDA_VISIBLE_DEVICES).
 	Device int
 	// Capacity is the largest call's input in bytes. Each rank allocates
-	// about twice that of device memory (pushStaging), plus the LL area.
+	// up to twice that of device memory (pushStaging), plus the LL area.
 	Capacity int64
 	// Timeout bounds every wait for peers, in the kernels too.
 	Timeout time.Duration
