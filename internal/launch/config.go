@@ -12,6 +12,11 @@ import (
 // DefaultGrace is the Grace of a Config that leaves it zero.
 const DefaultGrace = 5 * time.Second
 
+// DefaultReportGrace is the ReportGrace of a Config that leaves it zero:
+// detcoll's survivors fail within milliseconds of a peer's death, so 2 s is
+// ample for them to report and exit.
+const DefaultReportGrace = 2 * time.Second
+
 // Config describes a job for [Run]. Zero fields mean defaults.
 type Config struct {
 	N       int      // ranks, >= 1
@@ -35,6 +40,11 @@ type Config struct {
 	// Grace is how long stopping ranks get between SIGTERM and SIGKILL;
 	// zero means DefaultGrace.
 	Grace time.Duration
+
+	// ReportGrace is how long the other ranks get, once a rank failed, to
+	// report the failure and exit on their own before Run stops them;
+	// zero means DefaultReportGrace.
+	ReportGrace time.Duration
 
 	// started, when set, is called with each rank's pid as it starts: the
 	// tests use it to check that no rank outlives Run.
@@ -65,6 +75,9 @@ func (c Config) withDefaults() Config {
 	if c.Grace == 0 {
 		c.Grace = DefaultGrace
 	}
+	if c.ReportGrace == 0 {
+		c.ReportGrace = DefaultReportGrace
+	}
 	return c
 }
 
@@ -75,6 +88,8 @@ func (c Config) validate() (path string, err error) {
 		return "", &ConfigError{"N", fmt.Errorf("%d ranks is not in [1, %d]", c.N, maxWorld)}
 	case c.Grace < 0:
 		return "", &ConfigError{"Grace", fmt.Errorf("%v is negative", c.Grace)}
+	case c.ReportGrace < 0:
+		return "", &ConfigError{"ReportGrace", fmt.Errorf("%v is negative", c.ReportGrace)}
 	case c.Program == "":
 		return "", &ConfigError{"Program", errors.New("empty")}
 	}

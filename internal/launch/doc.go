@@ -14,9 +14,11 @@
 // [Run] is "detcoll run": like torchrun --standalone, it starts N copies of a
 // program on this host, each with the variables FromEnv reads, a free
 // loopback port and a fresh secret. It waits for all of them. When one rank
-// fails it stops the others and returns a [*RankError] naming the first that
-// failed; when its context ends it stops them all and returns the context's
-// error. No rank outlives Run.
+// fails, the others get a grace period ([Config].ReportGrace, 2 s) to report
+// and exit on their own; then it stops those left and returns a [*RankError]
+// naming the first that failed and how every rank ended. When its context
+// ends it stops them all at once and returns the context's error. No rank
+// outlives Run.
 //
 // # Errors
 //

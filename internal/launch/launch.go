@@ -35,16 +35,20 @@ const killWait = time.Second
 // and DETCOLL_SECRET (32 random bytes in hex, fresh for each job).
 //
 // Run returns nil when every rank exits with status 0. When a rank exits
-// otherwise, Run stops the others (SIGTERM to each group, then SIGKILL to
-// what is left after cfg.Grace), waits for all of them and returns a
-// [*RankError] for the failure that happened first. When ctx ends first, Run
-// stops every rank the same way and returns an error wrapping ctx.Err() and
-// its cause. Processes still in a rank's group once the rank exited are
-// stopped the same way at the end: when Run returns, every rank has been
-// waited for and nothing of the job runs on, except processes that left
-// their group (setsid), whose output Run stops reading after cfg.Grace. On
-// Linux a rank also gets SIGTERM should the launcher die without stopping
-// it (kill -9).
+// otherwise, the others get cfg.ReportGrace to exit on their own: a rank of
+// detcoll fails within milliseconds of a peer's death, with an error naming
+// it, and stopping it at once would lose that report. Then Run stops those
+// still running (SIGTERM to each group, then SIGKILL to what is left after
+// cfg.Grace), waits for all of them and returns a [*RankError] for the
+// failure that happened first; its Ranks say how every rank ended, on its
+// own or stopped. When ctx ends, Run stops the ranks the same way at once,
+// in the report window too, and returns an error wrapping ctx.Err() and its
+// cause unless a rank had failed before. Processes still in a rank's group
+// once the rank exited are stopped the same way at the end: when Run
+// returns, every rank has been waited for and nothing of the job runs on,
+// except processes that left their group (setsid), whose output Run stops
+// reading after cfg.Grace. On Linux a rank also gets SIGTERM should the
+// launcher die without stopping it (kill -9).
 //
 // A bad cfg is a [*ConfigError], returned before anything starts. Run is
 // safe for concurrent use: each call is a job of its own.
@@ -87,8 +91,10 @@ type job struct {
 
 // exit is the end of one rank.
 type exit struct {
-	at  time.Time  // when Wait returned: how failures are ordered
-	err *RankError // nil for status 0
+	rank    int
+	at      time.Time  // when Wait returned: how failures are ordered
+	err     *RankError // nil for status 0
+	stopped os.Signal  // set by supervise: see RankExit.Stopped
 }
 
 // start starts the ranks in order; on error, the ranks started so far run on
@@ -121,7 +127,7 @@ func (j *job) start(path string, port int, secret string) error {
 		}
 		go func() {
 			err := cmd.Wait()
-			j.exits <- exit{time.Now(), rankError(rank, err)}
+			j.exits <- exit{rank: rank, at: time.Now(), err: rankError(rank, err)}
 		}()
 	}
 	return nil
@@ -156,14 +162,20 @@ func (j *job) output(rank int, w io.Writer, ends *[]*os.File) (io.Writer, error)
 	return pw, nil
 }
 
-// supervise waits for every started rank. The first failure, ctx's end or
-// startErr makes it stop the ranks; see Run for what it returns.
+// supervise waits for every started rank. The first failure starts the
+// report window (cfg.ReportGrace) for the others to exit on their own, and
+// its end stops them; ctx's end or startErr stops them at once. See Run for
+// what it returns.
 func (j *job) supervise(ctx context.Context, startErr error) error {
 	var (
-		first    *exit     // the earliest failure
-		cause    error     // why the ranks were stopped, when not for a failure
-		stopping bool      // SIGTERM sent
-		killAt   time.Time // when SIGKILL follows, once stopping
+		first    *exit            // the earliest failure
+		cause    error            // why the ranks were stopped, when not for a failure
+		ends     []exit           // every rank's end, in the order received
+		report   <-chan time.Time // fires at the end of the report window
+		stopping bool             // SIGTERM sent
+		termAt   time.Time        // when, once stopping
+		killAt   time.Time        // when SIGKILL follows, once stopping
+		killed   bool             // SIGKILL sent, at killAt
 		kill     <-chan time.Time
 		done     = ctx.Done()
 	)
@@ -172,6 +184,7 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 			return
 		}
 		stopping = true
+		termAt = time.Now()
 		j.signal(syscall.SIGTERM)
 		killAt = time.Now().Add(j.cfg.Grace)
 		kill = time.After(j.cfg.Grace) // collected unfired since Go 1.23: no Stop needed
@@ -184,20 +197,32 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 		select {
 		case e := <-j.exits:
 			left--
+			switch {
+			case killed && !e.at.Before(killAt):
+				e.stopped = syscall.SIGKILL
+			case stopping && !e.at.Before(termAt):
+				e.stopped = syscall.SIGTERM
+			}
+			ends = append(ends, e)
 			if e.err != nil {
 				if first == nil || e.at.Before(first.at) {
 					first = &e
 				}
-				stop()
+				if report == nil && !stopping {
+					report = time.After(j.cfg.ReportGrace)
+				}
 			}
+		case <-report:
+			stop()
 		case <-done:
 			done = nil
-			if !stopping {
+			if first == nil && !stopping {
 				cause = interrupted(ctx)
-				stop()
 			}
+			stop()
 		case <-kill:
 			kill = nil
+			killAt, killed = time.Now(), true
 			j.signal(syscall.SIGKILL)
 		}
 	}
@@ -207,9 +232,20 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 	case cause != nil:
 		return cause
 	case first != nil:
-		return first.err
+		return first.report(ends)
 	}
 	return nil
+}
+
+// report is Run's error for the job whose first failure is x, with how
+// every rank ended.
+func (x *exit) report(ends []exit) *RankError {
+	re := *x.err
+	re.Ranks = make([]RankExit, len(ends))
+	for _, e := range ends {
+		re.Ranks[e.rank] = RankExit{Rank: e.rank, Err: e.err, Stopped: e.stopped, After: e.at.Sub(x.at)}
+	}
+	return &re
 }
 
 // signal sends sig to every rank's group, including the groups of ranks that

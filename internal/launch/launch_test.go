@@ -129,7 +129,9 @@ func TestRunAllSucceed(t *testing.T) {
 // the failing rank's exit to Run's return.
 func TestRunRankFails(t *testing.T) {
 	h := newHarness(t)
-	err := Run(testContext(t), h.config(4, "2=exit:3,*=sleep"))
+	cfg := h.config(4, "2=exit:3,*=sleep")
+	cfg.ReportGrace = 100 * time.Millisecond
+	err := Run(testContext(t), cfg)
 	returned := time.Now()
 
 	var re *RankError
@@ -141,34 +143,68 @@ func TestRunRankFails(t *testing.T) {
 	}
 	stamp, _ := strconv.ParseInt(string(h.read("exit", 2)), 10, 64)
 	stop := returned.Sub(time.Unix(0, stamp))
-	t.Logf("stopped 3 sleeping ranks %v after rank 2 exited", stop)
-	if stop > DefaultGrace/2 {
-		t.Errorf("stopping took %v; SIGTERM should need far less than the grace of %v", stop, DefaultGrace)
+	t.Logf("stopped 3 sleeping ranks %v after rank 2 exited (report grace %v)", stop, cfg.ReportGrace)
+	if stop < cfg.ReportGrace || stop > cfg.ReportGrace+DefaultGrace/2 {
+		t.Errorf("stopping took %v; want the report grace of %v and far less than the grace of %v more",
+			stop, cfg.ReportGrace, DefaultGrace)
 	}
 }
 
-func TestRunGraceKill(t *testing.T) {
-	h := newHarness(t)
-	cfg := h.config(3, "0=exit:1,*=sleep-ignore-term")
-	cfg.Grace = 300 * time.Millisecond
-	err := Run(testContext(t), cfg)
-	returned := time.Now()
+// TestRunSurvivorStopped has survivors that never exit: Run stops them once
+// the report window ends, by SIGTERM or, for those that ignore it, by
+// SIGKILL after the grace. Rank 1 reports within the window and is left to
+// exit on its own.
+func TestRunSurvivorStopped(t *testing.T) {
+	for _, tt := range []struct {
+		role   string
+		grace  time.Duration
+		signal syscall.Signal // what stops the survivors
+	}{
+		{"sleep", DefaultGrace, syscall.SIGTERM},
+		{"sleep-ignore-term", 300 * time.Millisecond, syscall.SIGKILL},
+	} {
+		t.Run(tt.role, func(t *testing.T) {
+			h := newHarness(t)
+			cfg := h.config(4, "0=exit:1,1=report:3,*="+tt.role)
+			cfg.ReportGrace, cfg.Grace = time.Second, tt.grace
+			err := Run(testContext(t), cfg)
+			returned := time.Now()
 
-	var re *RankError
-	if !errors.As(err, &re) || re.Rank != 0 || re.ExitCode != 1 {
-		t.Fatalf("Run = %v; want rank 0 exited with status 1", err)
-	}
-	stamp, _ := strconv.ParseInt(string(h.read("exit", 0)), 10, 64)
-	stop := returned.Sub(time.Unix(0, stamp))
-	t.Logf("killed 2 ranks that ignore SIGTERM %v after rank 0 exited (grace %v)", stop, cfg.Grace)
-	if stop < cfg.Grace || stop > cfg.Grace+2*time.Second {
-		t.Errorf("stopping took %v; want the grace of %v and a little more", stop, cfg.Grace)
+			var re *RankError
+			if !errors.As(err, &re) || re.Rank != 0 || re.ExitCode != 1 || len(re.Ranks) != 4 {
+				t.Fatalf("Run = %v (%+v); want rank 0 exited with status 1, and 4 ranks' ends", err, re)
+			}
+			stamp, _ := strconv.ParseInt(string(h.read("exit", 0)), 10, 64)
+			stop := returned.Sub(time.Unix(0, stamp))
+			want := cfg.ReportGrace // when the survivors are stopped
+			if tt.signal == syscall.SIGKILL {
+				want += cfg.Grace
+			}
+			t.Logf("stopped 2 ranks that play %s %v after rank 0 exited (report grace %v, grace %v)",
+				tt.role, stop, cfg.ReportGrace, cfg.Grace)
+			if stop < want || stop > want+2*time.Second {
+				t.Errorf("stopping took %v; want %v and a little more", stop, want)
+			}
+			if x := re.Ranks[0]; x.Err == nil || x.Err.Rank != 0 || x.Err.ExitCode != 1 || x.Stopped != nil || x.After != 0 {
+				t.Errorf("rank 0 ended %v; want the first failure", x)
+			}
+			if x := re.Ranks[1]; x.Err == nil || x.Err.ExitCode != 3 || x.Stopped != nil || x.After <= 0 || x.After >= cfg.ReportGrace {
+				t.Errorf("rank 1 ended %v; want status 3 on its own within the report grace", x)
+			}
+			for _, x := range re.Ranks[2:] {
+				if x.Err == nil || x.Err.Signal != tt.signal || x.Stopped != tt.signal || x.After < want {
+					t.Errorf("rank %d ended %v; want killed by the launcher's %v after %v", x.Rank, x, tt.signal, want)
+				}
+			}
+		})
 	}
 }
 
 func TestRunSignalled(t *testing.T) {
 	h := newHarness(t)
-	err := Run(testContext(t), h.config(3, "1=selfkill,*=sleep"))
+	cfg := h.config(3, "1=selfkill,*=sleep")
+	cfg.ReportGrace = 100 * time.Millisecond
+	err := Run(testContext(t), cfg)
 	var re *RankError
 	if !errors.As(err, &re) || re.Rank != 1 || re.Signal != syscall.SIGKILL || re.ExitCode != -1 {
 		t.Fatalf("Run = %v; want rank 1 killed by SIGKILL", err)
@@ -347,6 +383,7 @@ func TestRunBadConfig(t *testing.T) {
 		{"program not in PATH", func(c *Config) { c.Program = "detcoll-no-such-program" }, "Program"},
 		{"program not a file", func(c *Config) { c.Program = "/nonexistent/detcoll" }, "Program"},
 		{"negative grace", func(c *Config) { c.Grace = -time.Second }, "Grace"},
+		{"negative report grace", func(c *Config) { c.ReportGrace = -time.Second }, "ReportGrace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,5 +398,92 @@ func TestRunBadConfig(t *testing.T) {
 	}
 	if n := h.started(); n != 0 {
 		t.Errorf("%d ranks started; want none", n)
+	}
+}
+
+// TestRunSurvivorsReport has rank 1 fail at once while the others take
+// 200 ms to notice, say so on stderr and exit 3: Run must let them, and
+// return as soon as they are done.
+func TestRunSurvivorsReport(t *testing.T) {
+	h := newHarness(t)
+	var stderr bytes.Buffer
+	cfg := h.config(3, "1=exit:1,*=report:3")
+	cfg.Stderr = &stderr
+	start := time.Now()
+	err := Run(testContext(t), cfg)
+	took := time.Since(start)
+
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 1 || re.ExitCode != 1 {
+		t.Fatalf("Run = %v; want rank 1 exited with status 1", err)
+	}
+	for _, want := range []string{"rank 0 reports\n", "rank 2 reports\n"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr %q lacks %q", stderr.String(), want)
+		}
+	}
+	if len(re.Ranks) != 3 {
+		t.Fatalf("error has %d ranks' ends; want 3", len(re.Ranks))
+	}
+	for _, x := range re.Ranks {
+		t.Log(x)
+		if x.Rank == 1 {
+			continue
+		}
+		if x.Err == nil || x.Err.ExitCode != 3 || x.Err.Signal != nil || x.Stopped != nil || x.After <= 0 {
+			t.Errorf("rank %d ended %v; want status 3 on its own, after rank 1", x.Rank, x)
+		}
+	}
+	t.Logf("job took %v", took)
+	if took >= DefaultReportGrace {
+		t.Errorf("Run took %v; want it to return once the survivors exit, before the report grace of %v",
+			took, DefaultReportGrace)
+	}
+}
+
+// TestRunCancelInReportWindow checks that ctx's end stops the survivors at
+// once, not at the end of the report window.
+func TestRunCancelInReportWindow(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(testContext(t))
+	cfg := h.config(3, "0=exit:1,*=sleep")
+	cfg.ReportGrace = time.Minute
+	pid0 := make(chan int, 1)
+	record := cfg.started
+	cfg.started = func(rank, pid int) {
+		record(rank, pid)
+		if rank == 0 {
+			pid0 <- pid
+		}
+	}
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		select {
+		case pid := <-pid0:
+			// Reaped (not even a zombie): Run's Wait for rank 0 returned;
+			// give Run a moment to take in the exit.
+			waitFor(func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+			time.Sleep(50 * time.Millisecond)
+		case <-ctx.Done(): // Run returned early
+		}
+		cancelled <- time.Now()
+		cancel()
+	}()
+	err := Run(ctx, cfg)
+	cancel() // ends the goroutine should Run have failed early
+	took := time.Since(<-cancelled)
+
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 0 || len(re.Ranks) != 3 {
+		t.Fatalf("Run = %v; want rank 0's failure, which came first", err)
+	}
+	for _, x := range re.Ranks[1:] {
+		if x.Stopped != syscall.SIGTERM {
+			t.Errorf("rank %d ended %v; want stopped by SIGTERM", x.Rank, x)
+		}
+	}
+	t.Logf("Run returned %v after cancel, in a report window of %v", took, cfg.ReportGrace)
+	if took > DefaultGrace/2 {
+		t.Errorf("Run took %v after cancel; want the ranks stopped at once", took)
 	}
 }

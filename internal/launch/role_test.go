@@ -55,6 +55,10 @@ type childEnvReport struct {
 //	sleep             write ready-RANK, sleep a minute (SIGTERM kills it)
 //	sleep-ignore-term ignore SIGTERM, write ready-RANK, sleep a minute
 //	selfkill          SIGKILL itself
+//	report:N          write ready-RANK, wait for a rank's exit-RANK, sleep
+//	                  200 ms (as a rank of detcoll takes far less to see a
+//	                  peer's death), write "rank RANK reports" to stderr,
+//	                  exit N
 //	env               write a childEnvReport to env-RANK.json
 //	echo              write 100 numbered lines to stdout and stderr, in pieces
 //	grandchild:ROLE   start a child playing ROLE (sleep or sleep-ignore-term),
@@ -93,6 +97,16 @@ func playRole(spec string) int {
 		write("ready", nil)
 		time.Sleep(time.Minute)
 		return 0
+	case strings.HasPrefix(role, "report:"):
+		code, _ := strconv.Atoi(strings.TrimPrefix(role, "report:"))
+		write("ready", nil)
+		waitFor(func() bool {
+			exited, _ := filepath.Glob(filepath.Join(dir, "exit-*"))
+			return len(exited) > 0
+		})
+		time.Sleep(200 * time.Millisecond)
+		fmt.Fprintf(os.Stderr, "rank %s reports\n", rank)
+		return code
 	case role == "selfkill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Minute)
