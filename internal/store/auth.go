@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"time"
 )
 
@@ -58,9 +59,9 @@ func nonce() [32]byte {
 	return n
 }
 
-// readMsg reads one frame and decodes it.
-func readMsg(r io.Reader) (msg, error) {
-	b, err := readFrame(r)
+// readMsg reads one frame of at most limit body bytes and decodes it.
+func readMsg(r io.Reader, limit uint32) (msg, error) {
+	b, err := readFrame(r, limit)
 	if err != nil {
 		return msg{}, err
 	}
@@ -76,13 +77,15 @@ type greeting struct {
 // serverHello runs the server's half up to a verified hello: the client
 // knows the secret and claims a rank in range and the server's world size.
 // A refusal is sent to the client and returned wrapping ErrAuth; I/O errors
-// are returned as they are, with nothing sent.
+// are returned as they are, with nothing sent. It reads exactly the hello's
+// bytes, so r need not buffer, and a frame longer than a hello is refused
+// from its length alone.
 func serverHello(w io.Writer, r io.Reader, secret []byte, world int) (greeting, error) {
 	g := greeting{serverNonce: nonce()}
 	if _, err := w.Write(encode(msg{typ: tChallenge, version: protoVersion, nonce: g.serverNonce})); err != nil {
 		return g, err
 	}
-	m, err := readMsg(r)
+	m, err := readMsg(r, maxHelloBody)
 	if errors.Is(err, errMalformed) {
 		return g, refuse(w, err.Error())
 	}
@@ -110,14 +113,17 @@ func serverHello(w io.Writer, r io.Reader, secret []byte, world int) (greeting, 
 	return g, nil
 }
 
-// refuse tells the client why and returns the reason as an error matching ErrAuth.
+// refuse tells the client why and returns the reason as an error matching
+// ErrAuth. The reason is cut to maxReason, so the frame fits maxWelcomeBody.
 func refuse(w io.Writer, reason string) error {
+	reason = cutReason(reason)
 	_, _ = w.Write(encode(msg{typ: tRefuse, reason: reason}))
 	return fmt.Errorf("%w: %s", ErrAuth, reason)
 }
 
 // serverWelcome finishes the handshake: the server's proof and, when the
-// job has already failed, its cause.
+// job has already failed, its cause (whose reason failLocked has cut to
+// maxReason).
 func serverWelcome(w io.Writer, secret []byte, g greeting, world int, cause *PeerError) error {
 	m := msg{typ: tWelcome, mac: proof(secret, serverLabel, uint32(g.rank), uint32(world), g.serverNonce, g.clientNonce)}
 	if cause != nil {
@@ -129,12 +135,18 @@ func serverWelcome(w io.Writer, secret []byte, g greeting, world int, cause *Pee
 
 // clientHandshake runs the client's half. It returns the job's failure
 // cause when the server says the job has already failed. A refusal, a bad
-// server proof or an unexpected frame wraps ErrAuth; I/O errors are returned
-// as they are.
+// server proof or an unexpected frame wraps ErrAuth; a connection closed
+// before the challenge wraps errTurnedAway; other I/O errors are returned as
+// they are. Until the server's proof is checked, frames are held to
+// maxWelcomeBody.
 func clientHandshake(w io.Writer, r io.Reader, secret []byte, rank, world int) (*PeerError, error) {
-	m, err := readMsg(r)
+	m, err := readMsg(r, maxWelcomeBody)
 	if errors.Is(err, errMalformed) {
 		return nil, fmt.Errorf("%w: not a detcoll store: %v", ErrAuth, err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		// io.EOF, not io.ErrUnexpectedEOF: not a byte came.
+		return nil, fmt.Errorf("%w: %w", errTurnedAway, err)
 	}
 	if err != nil {
 		return nil, err
@@ -151,7 +163,7 @@ func clientHandshake(w io.Writer, r io.Reader, secret []byte, rank, world int) (
 	if _, err := w.Write(encode(hello)); err != nil {
 		return nil, err
 	}
-	m, err = readMsg(r)
+	m, err = readMsg(r, maxWelcomeBody)
 	if errors.Is(err, errMalformed) {
 		return nil, fmt.Errorf("%w: not a detcoll store: %v", ErrAuth, err)
 	}

@@ -44,11 +44,13 @@ type Client struct {
 
 // Dial connects rank of a job of world ranks to the store at addr and
 // authenticates both ways with secret. It retries a refused connection until
-// ctx is done, so ranks may start before the server; the handshake itself is
-// bounded by ctx and by 10 s. It fails with an error matching ErrAuth when
-// either side cannot prove the secret or the server refuses the rank, with
-// ctx's error (matching context.DeadlineExceeded on timeout), or, if the job
-// has already failed, with that failure's *PeerError.
+// ctx is done, so ranks may start before the server, and likewise one the
+// server closes before its challenge (it has too many handshakes pending,
+// see the package doc); each handshake is bounded by ctx and by 10 s. It
+// fails with an error matching ErrAuth when either side cannot prove the
+// secret or the server refuses the rank, with ctx's error (matching
+// context.DeadlineExceeded on timeout), or, if the job has already failed,
+// with that failure's *PeerError.
 func Dial(ctx context.Context, addr string, rank, world int, secret []byte) (*Client, error) {
 	return dial(ctx, addr, rank, world, secret, defaultHandshakeTimeout)
 }
@@ -60,9 +62,33 @@ func dial(ctx context.Context, addr string, rank, world int, secret []byte, hand
 	if rank < 0 || rank >= world {
 		return nil, fmt.Errorf("%w: rank %d out of range [0, %d)", ErrInvalid, rank, world)
 	}
+	delay := 5 * time.Millisecond
+	for {
+		conn, br, err := handshake(ctx, addr, rank, world, secret, handshakeTimeout)
+		if err == nil {
+			return newClient(conn, br, rank, world), nil
+		}
+		if !errors.Is(err, errTurnedAway) {
+			return nil, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("detcoll/store: handshake with %s: %w (last attempt: %v)", addr, ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// handshake connects and authenticates once. It returns the connection,
+// its deadline cleared, and the reader that holds what the server sent
+// after its welcome; or the job's *PeerError if it has failed, or an error.
+func handshake(ctx context.Context, addr string, rank, world int, secret []byte, handshakeTimeout time.Duration) (net.Conn, *bufio.Reader, error) {
 	conn, err := connect(ctx, addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tune(conn)
 	// The handshake ends at its own timeout, or when ctx ends: then the
@@ -77,7 +103,7 @@ func dial(ctx context.Context, addr string, rank, world int, secret []byte, hand
 		// ctx ended during the handshake; whatever it returned, the
 		// connection's deadline is no longer ours to clear.
 		_ = conn.Close()
-		return nil, fmt.Errorf("detcoll/store: handshake with %s: %w", addr, ctx.Err())
+		return nil, nil, fmt.Errorf("detcoll/store: handshake with %s: %w", addr, ctx.Err())
 	}
 	if err == nil && cause == nil {
 		err = conn.SetDeadline(time.Time{})
@@ -85,13 +111,18 @@ func dial(ctx context.Context, addr string, rank, world int, secret []byte, hand
 	if err != nil || cause != nil {
 		_ = conn.Close()
 		if cause != nil {
-			return nil, cause
+			return nil, nil, cause
 		}
-		if errors.Is(err, ErrAuth) {
-			return nil, err
+		if errors.Is(err, ErrAuth) || errors.Is(err, errTurnedAway) {
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("detcoll/store: handshake with %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("detcoll/store: handshake with %s: %w", addr, err)
 	}
+	return conn, br, nil
+}
+
+// newClient starts the client of an authenticated connection.
+func newClient(conn net.Conn, br *bufio.Reader, rank, world int) *Client {
 	c := &Client{
 		rank:       rank,
 		world:      world,
@@ -106,7 +137,7 @@ func dial(ctx context.Context, addr string, rank, world int, secret []byte, hand
 	}
 	go c.out.run()
 	go c.read(br)
-	return c, nil
+	return c
 }
 
 // connect dials addr, retrying while the connection is refused.
@@ -161,9 +192,7 @@ func (c *Client) Err() error {
 // queued the notice to every rank, so that a process may exit right after
 // it. It does nothing after Close or once the job has failed.
 func (c *Client) Fail(reason string) {
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
+	reason = cutReason(reason)
 	c.mu.Lock()
 	if c.closeStarted || c.err != nil {
 		c.mu.Unlock()
@@ -240,7 +269,7 @@ func (c *Client) Close(ctx context.Context) error {
 func (c *Client) read(r *bufio.Reader) {
 	defer close(c.readerDone)
 	for {
-		m, err := readMsg(r)
+		m, err := readMsg(r, maxFrame)
 		if err != nil {
 			c.lost(err)
 			return
@@ -281,7 +310,9 @@ func (c *Client) lost(err error) {
 	if c.acked || c.shut {
 		return
 	}
-	c.failLocked(&PeerError{Rank: 0, Reason: "lost the store server: " + err.Error()})
+	// The I/O error differs between ranks (EOF, a reset) for the one
+	// cause: the reason does not carry it, so that every rank says the same.
+	c.failLocked(&PeerError{Rank: 0, Reason: "lost the store server (rank 0 died or closed it)"})
 }
 
 func (c *Client) forget(id uint64) {

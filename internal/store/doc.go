@@ -36,12 +36,34 @@
 //
 // # Protocol
 //
-// Frames are a big-endian u32 body length (at most 1 MiB, checked before
-// allocating), one type byte and the type's fields; see wire.go. A
-// connection starts with a mutual HMAC-SHA256 challenge-response over the
-// per-job secret, bound to rank and world size; the secret never travels.
-// See auth.go. Nothing is encrypted: the secret keeps strangers and stale jobs
-// out, it does not hide the values.
+// Frames are a big-endian u32 body length, one type byte and the type's
+// fields; see wire.go. A connection starts with a mutual HMAC-SHA256
+// challenge-response over the per-job secret, bound to rank and world size;
+// the secret never travels. See auth.go. Nothing is encrypted: the secret
+// keeps strangers and stale jobs out, it does not hide the values.
+//
+// A length over the reader's limit is refused from the header alone, before
+// anything is allocated. The limit is 1 MiB once the peer has proved the
+// secret, and before that the size of the largest handshake frame the
+// reader expects: 74 bytes (the hello) on the server, 1,066 bytes (a
+// welcome carrying a 1 KiB failure reason) on a client. Every reason a
+// frame carries is cut to 1 KiB.
+//
+// So a peer that has not proved the secret costs the server little, and
+// not for long:
+//
+//   - at most 2*world + 32 handshakes are pending at once; a connection
+//     beyond that is closed before the challenge, and Dial retries it as it
+//     retries a refused connection;
+//   - a handshake ends 10 s after its connection was accepted, however
+//     slowly the peer sends, which frees its slot;
+//   - a pending connection holds its goroutine, the challenge and at most a
+//     hello-sized frame: the server reads the hello unbuffered and gives the
+//     connection a read buffer only once the rank has joined.
+//
+// A stranger that fills every pending slot delays ranks by at most the
+// handshake's 10 s, unless it keeps reconnecting: against whoever can reach
+// the port, the store bounds its memory, not its availability.
 //
 // The package never logs.
 package store

@@ -31,6 +31,11 @@ var (
 // broken or not a detcoll store; it is never reported to callers by itself.
 var errMalformed = errors.New("detcoll/store: malformed frame")
 
+// errTurnedAway matches a connection the server closed before its challenge:
+// it had as many handshakes pending as it allows (or was closing). Dial
+// retries it, as it retries a refused connection.
+var errTurnedAway = errors.New("detcoll/store: turned away before the challenge")
+
 // PeerError is the cause of a job failure: which rank was lost and why. It
 // matches ErrPeerLost. Rank 0 with a reason naming the server means the
 // server went away.

@@ -19,6 +19,13 @@ const (
 	// closeFlushTimeout bounds how long Close waits to push its failure
 	// notice to a rank that does not read.
 	closeFlushTimeout = time.Second
+
+	// pendingSlack is what the cap on pending handshakes, 2*world +
+	// pendingSlack, allows beyond the ranks themselves (every rank at once,
+	// twice over for a retry overlapping a dying attempt): room for a port
+	// scan or a stale job's rank, so that a few strangers cannot fill a small
+	// job's slots.
+	pendingSlack = 32
 )
 
 // aLongTimeAgo is a deadline in the past: setting it wakes a blocked Read.
@@ -36,12 +43,14 @@ type Server struct {
 	world            int
 	secret           []byte
 	handshakeTimeout time.Duration
+	maxPending       int            // the cap on pending handshakes: 2*world + pendingSlack
 	quit             chan struct{}  // closed by Close: ends the accept loop's back-off
 	wg               sync.WaitGroup // the accept loop and the connection goroutines
 
 	mu      sync.Mutex
 	closed  bool                        // guarded by mu
 	conns   map[net.Conn]struct{}       // guarded by mu; every open connection, in handshake or joined
+	pending int                         // guarded by mu; connections whose hello is not yet verified
 	peers   []*peer                     // guarded by mu; by rank: the connected ranks, nil otherwise
 	joined  []bool                      // guarded by mu; a rank joins once per job
 	left    int                         // guarded by mu; how many ranks said goodbye
@@ -94,6 +103,7 @@ func listen(addr string, world int, secret []byte, handshakeTimeout time.Duratio
 		world:            world,
 		secret:           bytes.Clone(secret),
 		handshakeTimeout: handshakeTimeout,
+		maxPending:       2*world + pendingSlack,
 		quit:             make(chan struct{}),
 		conns:            make(map[net.Conn]struct{}),
 		peers:            make([]*peer, world),
@@ -205,9 +215,10 @@ func (s *Server) accept() {
 			continue
 		}
 		delay = 5 * time.Millisecond
-		tune(conn)
 		// Set before the connection is visible to Close, so that Close's
-		// deadlines come later and win.
+		// deadlines come later and win. It bounds the whole handshake,
+		// however slowly the peer sends, and so how long a stranger holds
+		// a pending slot.
 		_ = conn.SetDeadline(time.Now().Add(s.handshakeTimeout))
 		s.mu.Lock()
 		if s.closed {
@@ -215,29 +226,48 @@ func (s *Server) accept() {
 			_ = conn.Close()
 			return
 		}
+		if s.pending >= s.maxPending {
+			// Closed before the challenge: a rank's Dial retries, and
+			// gets in once a stranger's slot reaches its deadline.
+			// (Waiting for a slot instead would let strangers pile up
+			// unbounded, in goroutines or in the kernel's backlog.)
+			s.mu.Unlock()
+			_ = conn.Close()
+			continue
+		}
+		s.pending++
 		s.conns[conn] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
+		tune(conn)
 		go s.serveConn(conn)
 	}
 }
 
 // serveConn runs one connection: the handshake, then requests until the
 // goodbye or an error. It owns the connection's outbox goroutine.
+//
+// Until the hello is verified the connection holds a pending slot, and all
+// it may cost is this goroutine, the challenge and one hello-sized frame:
+// the hello is read unbuffered, and the buffered reader comes after.
 func (s *Server) serveConn(conn net.Conn) {
 	defer s.wg.Done()
+	pending := true // holds a pending slot; admit releases it
 	defer func() {
+		_ = conn.Close()
 		s.mu.Lock()
 		delete(s.conns, conn)
+		if pending {
+			s.pending--
+		}
 		s.mu.Unlock()
-		_ = conn.Close()
 	}()
-	br := bufio.NewReader(conn)
-	g, err := serverHello(conn, br, s.secret, s.world)
+	g, err := serverHello(conn, conn, s.secret, s.world)
 	if err != nil {
 		return
 	}
 	p, cause, reason := s.admit(g.rank, conn)
+	pending = false
 	if reason != "" {
 		_ = refuse(conn, reason)
 		return
@@ -252,19 +282,20 @@ func (s *Server) serveConn(conn net.Conn) {
 	}
 	bye := false
 	if err == nil {
-		bye, err = s.serve(p, br)
+		bye, err = s.serve(p, bufio.NewReader(conn))
 	}
 	s.end(p, bye, err)
 	p.out.stop()
 	<-p.out.done
 }
 
-// admit decides whether an authenticated rank may join. It returns the new
-// peer; or, if the job has failed, no peer and the cause; or a reason to
-// refuse.
+// admit decides whether an authenticated rank may join, and releases the
+// connection's pending slot. It returns the new peer; or, if the job has
+// failed, no peer and the cause; or a reason to refuse.
 func (s *Server) admit(rank int, conn net.Conn) (*peer, *PeerError, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.pending--
 	switch {
 	case s.closed:
 		return nil, nil, "the store server is closing"
@@ -298,7 +329,7 @@ func (s *Server) startServing(conn net.Conn) error {
 // serve handles requests until the goodbye (bye is true) or an error.
 func (s *Server) serve(p *peer, r io.Reader) (bye bool, err error) {
 	for {
-		m, err := readMsg(r)
+		m, err := readMsg(r, maxFrame)
 		if err != nil {
 			return false, err
 		}
@@ -346,11 +377,14 @@ func lostReason(err error) string {
 
 // failLocked records the job's first failure and pushes it to every
 // connected rank at once. Later failures are not pushed: clients keep the
-// first cause only.
+// first cause only. The reason is cut to maxReason (a broken client may send
+// more than Fail does), so that the cause fits the welcome a rank reads
+// before it trusts the server.
 func (s *Server) failLocked(cause *PeerError) {
 	if s.cause != nil {
 		return
 	}
+	cause = &PeerError{Rank: cause.Rank, Reason: cutReason(cause.Reason)}
 	s.cause = cause
 	frame := encode(msg{typ: tFailed, rank: uint32(cause.Rank), reason: cause.Reason})
 	for _, p := range s.peers {

@@ -18,7 +18,19 @@ const (
 
 	maxKey    = 1 << 10  // key and name bytes
 	maxValue  = 64 << 10 // value bytes
-	maxReason = 1 << 10  // Fail reason bytes; longer ones are cut
+	maxReason = 1 << 10  // reason bytes (Fail, a job's cause, a refusal); longer ones are cut
+
+	// Before the peer has proved the secret, a reader accepts only the
+	// handshake's frames, whose sizes are fixed or bounded (auth.go), so a
+	// stranger cannot make it allocate more.
+	//
+	// maxHelloBody is the hello, all the server reads before the proof:
+	// type, version, rank, world, nonce, mac.
+	maxHelloBody = 1 + 1 + 4 + 4 + 32 + 32
+	// maxWelcomeBody is the largest frame a client reads before the
+	// server's proof: the welcome (type, mac, failed, rank, reason). The
+	// challenge (34 bytes) and a refusal (5 + reason) are no larger.
+	maxWelcomeBody = 1 + 32 + 1 + 4 + 4 + maxReason
 )
 
 type msgType uint8
@@ -145,6 +157,14 @@ func encode(m msg) []byte {
 func appendBytes[T string | []byte](b []byte, v T) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
 	return append(b, v...)
+}
+
+// cutReason cuts a reason to maxReason bytes.
+func cutReason(reason string) string {
+	if len(reason) > maxReason {
+		return reason[:maxReason]
+	}
+	return reason
 }
 
 func boolByte(v bool) byte {
@@ -299,17 +319,18 @@ func (r *fields) list() [][]byte {
 	return vs
 }
 
-// readFrame reads one frame and returns it whole, for decode. A length over
-// maxFrame is refused before anything is allocated. A clean end of stream
-// between frames returns io.EOF.
-func readFrame(r io.Reader) ([]byte, error) {
+// readFrame reads one frame of at most limit body bytes (maxFrame, or a
+// handshake limit before the peer is authenticated) and returns it whole,
+// for decode. A longer length is refused from the header alone, before
+// anything is allocated. A clean end of stream between frames returns io.EOF.
+func readFrame(r io.Reader, limit uint32) ([]byte, error) {
 	var head [headLen]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
-	if n == 0 || n > maxFrame {
-		return nil, fmt.Errorf("%w: frame length %d", errMalformed, n)
+	if n == 0 || n > limit {
+		return nil, fmt.Errorf("%w: frame length %d, the limit is %d", errMalformed, n, limit)
 	}
 	b := make([]byte, headLen+int(n))
 	copy(b, head[:])

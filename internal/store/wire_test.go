@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -89,22 +90,62 @@ func TestReadFrame(t *testing.T) {
 	stream := append(append([]byte{}, set...), set...)
 	r := bytes.NewReader(stream)
 	for i := range 2 {
-		if b, err := readFrame(r); err != nil || !bytes.Equal(b, set) {
+		if b, err := readFrame(r, maxFrame); err != nil || !bytes.Equal(b, set) {
 			t.Fatalf("frame %d = %x, %v; want %x", i, b, err, set)
 		}
 	}
-	if _, err := readFrame(r); err != io.EOF {
+	if _, err := readFrame(r, maxFrame); err != io.EOF {
 		t.Errorf("at the end: %v; want io.EOF", err)
 	}
-	if _, err := readFrame(bytes.NewReader(set[:len(set)-1])); err != io.ErrUnexpectedEOF {
+	if _, err := readFrame(bytes.NewReader(set[:len(set)-1]), maxFrame); err != io.ErrUnexpectedEOF {
 		t.Errorf("cut frame: %v; want io.ErrUnexpectedEOF", err)
 	}
 	// An oversized length is refused from the header alone: the reader
 	// holds nothing more, so any read of the body would fail differently.
-	for _, n := range []uint32{0, maxFrame + 1, 1<<32 - 1} {
-		if _, err := readFrame(bytes.NewReader(binary.BigEndian.AppendUint32(nil, n))); !errors.Is(err, errMalformed) {
-			t.Errorf("length %d: %v; want errMalformed", n, err)
+	tests := []struct {
+		limit uint32
+		n     []uint32
+	}{
+		{maxFrame, []uint32{0, maxFrame + 1, 1<<32 - 1}},
+		{maxHelloBody, []uint32{0, maxHelloBody + 1, maxFrame}},
+		{maxWelcomeBody, []uint32{maxWelcomeBody + 1, maxFrame}},
+	}
+	for _, tt := range tests {
+		for _, n := range tt.n {
+			if _, err := readFrame(bytes.NewReader(binary.BigEndian.AppendUint32(nil, n)), tt.limit); !errors.Is(err, errMalformed) {
+				t.Errorf("length %d, limit %d: %v; want errMalformed", n, tt.limit, err)
+			}
 		}
+	}
+}
+
+// TestHandshakeLimits: the pre-authentication limits are the sizes of the
+// handshake's largest frames, so every real handshake frame passes them.
+func TestHandshakeLimits(t *testing.T) {
+	long := strings.Repeat("x", maxReason)
+	var n [32]byte
+	tests := []struct {
+		m     msg
+		limit int
+		exact bool // the frame is the largest of its kind: it sets the limit
+	}{
+		{msg{typ: tHello, version: protoVersion, rank: 1<<32 - 1, world: 1<<32 - 1, nonce: n, mac: n}, maxHelloBody, true},
+		{msg{typ: tWelcome, mac: n, failed: true, rank: 1<<32 - 1, reason: long}, maxWelcomeBody, true},
+		{msg{typ: tChallenge, version: protoVersion, nonce: n}, maxWelcomeBody, false},
+		{msg{typ: tRefuse, reason: long}, maxWelcomeBody, false},
+	}
+	for _, tt := range tests {
+		frame := encode(tt.m)
+		body := len(frame) - headLen
+		if body > tt.limit || tt.exact && body != tt.limit {
+			t.Errorf("%v: body of %d bytes; the limit is %d", tt.m.typ, body, tt.limit)
+		}
+		if _, err := readFrame(bytes.NewReader(frame), uint32(tt.limit)); err != nil {
+			t.Errorf("%v: readFrame with limit %d: %v", tt.m.typ, tt.limit, err)
+		}
+	}
+	if got := cutReason(long + "y"); got != long {
+		t.Errorf("cutReason kept %d bytes; want %d", len(got), maxReason)
 	}
 }
 
