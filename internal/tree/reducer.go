@@ -22,7 +22,8 @@ type Reducer struct {
 
 // Reduce sets dst[i] = T(srcs[0][i], ..., srcs[W-1][i]) for every element i
 // of type dt, W = len(srcs), each node one add of internal/num (rounded once,
-// NaNs canonical). W=1 is a copy.
+// NaNs canonical). W=1 is a copy with NaNs made canonical: every NaN
+// result is canonical, whatever the world size.
 //
 // dst may be the very same memory as any one src (same start, same length):
 // each chunk of dst is written only after every read of that chunk, sub-trees
@@ -49,6 +50,7 @@ func (r *Reducer) Reduce(dt num.DType, dst []byte, srcs [][]byte) {
 	}
 	if len(srcs) == 1 {
 		copy(dst, srcs[0])
+		num.CanonicalizeNaNs(dt, dst)
 		return
 	}
 	// An internal node at depth k (the root is depth 0) writes slot k at
