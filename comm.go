@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cpu"
@@ -88,7 +89,7 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 		return nil, err
 	}
 	// Open waits for every rank, so it too is bounded by the timeout.
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, openStart{}, time.Now()), o.Timeout)
 	defer cancel()
 	c := &Comm{opts: o}
 	o.Logger = o.Logger.With("rank", o.Rank, "world", o.WorldSize, "backend", o.Backend)
@@ -98,7 +99,7 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 		if err != nil {
 			return nil, err
 		}
-		rdv = storeRendezvous{c.client}
+		rdv = storeRendezvous{c: c.client}
 	}
 	switch o.Backend {
 	case "cpu":
@@ -119,15 +120,30 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 		err = fmt.Errorf("%w: backend %q is not built yet", ErrUnavailable, o.Backend)
 	}
 	if err != nil {
-		if c.client != nil {
-			c.client.Fail(err.Error())
-		}
-		c.closeStore(ctx)
-		return nil, err
+		return nil, c.failOpen(ctx, err)
 	}
 	o.Logger.Info("communicator open", "capacity", o.Capacity, "timeout", o.Timeout)
 	c.opts = o
 	return c, nil
+}
+
+// failOpen ends an Open that failed with err after joining the store: it
+// tells the peers (who then fail the same way, see base.Failure), leaves
+// the store and returns the error this rank reports.
+func (c *Comm) failOpen(ctx context.Context, err error) error {
+	if errors.Is(err, ErrUnavailable) || c.client == nil {
+		// This rank cannot run the backend at all: it fails alone, and
+		// its peers see it lost.
+		if c.client != nil {
+			c.client.Fail(err.Error())
+		}
+		c.closeStore(ctx)
+		return err
+	}
+	err = base.Canonical(err, c.opts.Rank)
+	c.client.Fail(base.FailureOf(err, c.opts.Rank).Encode())
+	c.closeStore(ctx)
+	return err
 }
 
 // Rank is this process's rank, in [0, WorldSize).
@@ -159,10 +175,12 @@ func (c *Comm) Abort(cause error) {
 
 // Close ends the communicator. On a healthy communicator it is collective
 // and acknowledged: it returns once every peer has called Close too and
-// finished with this rank's memory, or with an error when ctx or the
-// timeout ends the wait. Either way it then releases everything. On a
-// failed communicator it releases without waiting. Close is idempotent;
-// every other call after it returns ErrClosed.
+// finished with this rank's memory, or with an error when ctx, the timeout
+// or a failure ends the wait. Either way it then releases everything. It
+// returns nil if the communicator never failed, and its failure (Err)
+// otherwise, whether that came before Close or during it: so every rank's
+// Close says the same. Close is idempotent: later calls return nil; every
+// other call after it returns ErrClosed.
 func (c *Comm) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -174,8 +192,11 @@ func (c *Comm) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	err := c.backend.Close(ctx)
-	if serr := c.closeStore(ctx); err == nil {
-		err = serr
+	// Once the backend's Close is acknowledged by every peer, the store
+	// has nothing left to say that matters to this rank: a peer that dies
+	// before its goodbye has already finished with us.
+	if serr := c.closeStore(ctx); serr != nil {
+		c.opts.Logger.Warn("leaving the rendezvous store", "err", serr)
 	}
 	c.opts.Logger.Info("communicator closed", "err", err)
 	return err

@@ -4,30 +4,68 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/store"
 )
 
 // storeRendezvous adapts the store's client to what backends need, turning
-// its errors into the public ones.
+// its errors into the public ones (see base.Failure): a failed or lost rank,
+// a wait that outlived Open's deadline, a refused join.
 type storeRendezvous struct{ c *store.Client }
 
 func (r storeRendezvous) AllGather(ctx context.Context, name string, v []byte) ([][]byte, error) {
 	all, err := r.c.AllGather(ctx, name, v)
-	return all, publicError(err)
+	return all, r.openError(ctx, err, func(ctx context.Context) ([]int, error) { return r.c.AllGatherMissing(ctx, name) })
 }
 
 func (r storeRendezvous) Barrier(ctx context.Context, name string) error {
-	return publicError(r.c.Barrier(ctx, name))
+	return r.openError(ctx, r.c.Barrier(ctx, name), func(ctx context.Context) ([]int, error) { return r.c.BarrierMissing(ctx, name) })
 }
 
 func (r storeRendezvous) Fail(reason string)    { r.c.Fail(reason) }
 func (r storeRendezvous) Done() <-chan struct{} { return r.c.Done() }
 func (r storeRendezvous) Err() error            { return publicError(r.c.Err()) }
 
-// publicError maps the store's failure report to a *base.RankError: the
-// culprit and kind a failed rank encoded (base.Failure), or the lost rank.
+// openError is publicError for a wait of Open at the store: when ctx's
+// deadline ended it, the store names the ranks that had not arrived
+// (missing asks it), so that every rank blames them and not the first rank
+// to give up.
+func (r storeRendezvous) openError(ctx context.Context, err error, missing func(context.Context) ([]int, error)) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || ctx.Err() == nil {
+		return publicError(err)
+	}
+	te := &base.TimeoutError{Op: base.OpOpen, Phase: "waiting for every rank to join", After: openElapsed(ctx)}
+	// ctx is over, so the question gets a moment of its own.
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), missingQueryTimeout)
+	defer cancel()
+	if m, qerr := missing(qctx); qerr == nil {
+		te.Missing = m
+	} else if perr := publicError(r.c.Err()); perr != nil {
+		return perr // the job failed meanwhile: that is the cause
+	}
+	return te
+}
+
+// missingQueryTimeout bounds the question to the store, after Open's
+// deadline, of which ranks had not arrived.
+const missingQueryTimeout = 500 * time.Millisecond
+
+// openStart is the context key of the time Open started, for the After of
+// its timeouts.
+type openStart struct{}
+
+func openElapsed(ctx context.Context) time.Duration {
+	if t, ok := ctx.Value(openStart{}).(time.Time); ok {
+		return time.Since(t).Round(time.Millisecond)
+	}
+	return 0
+}
+
+// publicError maps the store's failure report to the error every rank
+// reports for it: the failure a failed rank encoded (base.Failure), or a
+// *base.RankError naming the lost rank.
 func publicError(err error) error {
 	var pe *store.PeerError
 	if errors.As(err, &pe) {
@@ -46,7 +84,7 @@ func joinStore(ctx context.Context, o Options) (*store.Server, *store.Client, er
 		var err error
 		srv, err = store.Listen(o.Addr, o.WorldSize, []byte(o.Secret))
 		if err != nil {
-			return nil, nil, fmt.Errorf("host the rendezvous store at %s: %w", o.Addr, err)
+			return nil, nil, fmt.Errorf("%w: host the rendezvous store at %s: %w", ErrUnavailable, o.Addr, err)
 		}
 	}
 	cl, err := store.Dial(ctx, o.Addr, o.Rank, o.WorldSize, []byte(o.Secret))
@@ -54,7 +92,23 @@ func joinStore(ctx context.Context, o Options) (*store.Server, *store.Client, er
 		if srv != nil {
 			srv.Close()
 		}
-		return nil, nil, fmt.Errorf("join the rendezvous store at %s: %w", o.Addr, publicError(err))
+		switch {
+		case errors.Is(err, store.ErrAuth):
+			// This rank's options disagree with the job's (secret, world
+			// size, rank): the store cannot tell the others, whose Open
+			// times out naming this rank as missing.
+			return nil, nil, &base.RankError{Rank: o.Rank, Err: ErrInvalid,
+				Reason: fmt.Sprintf("the rendezvous store at %s refused this rank: %v", o.Addr, err)}
+		case errors.Is(err, context.DeadlineExceeded):
+			return nil, nil, &base.TimeoutError{Op: base.OpOpen, Missing: []int{0}, After: openElapsed(ctx),
+				Phase: fmt.Sprintf("connecting to the rendezvous store at %s, hosted by rank 0", o.Addr)}
+		}
+		var pe *store.PeerError
+		if errors.As(err, &pe) {
+			return nil, nil, publicError(err) // the job failed before we joined
+		}
+		// The server went away during the handshake: rank 0 is lost.
+		return nil, nil, &base.RankError{Rank: 0, Err: ErrPeerLost, Reason: fmt.Sprintf("joining the rendezvous store at %s: %v", o.Addr, err)}
 	}
 	return srv, cl, nil
 }

@@ -24,23 +24,31 @@ func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// RankError attributes a failure to one rank: a peer that vanished or reported
-// its own failure. Err says what happened (ErrPeerLost for a lost connection
-// or a crash).
+// RankError attributes a failure to one rank: a peer that vanished or
+// failed (Err is ErrPeerLost), aborted (ErrAborted), or opened with options
+// that disagree with the others' (ErrInvalid). Reason says why, in the words
+// of the rank that found it.
 type RankError struct {
 	Rank   int
 	Reason string
 	Err    error
+	cause  error // Abort's cause, on the aborting rank only
 }
 
 func (e *RankError) Error() string {
 	if e.Reason == "" {
-		return fmt.Sprintf("rank %d: %v", e.Rank, e.Err)
+		return fmt.Sprintf("%v: rank %d", e.Err, e.Rank)
 	}
-	return fmt.Sprintf("rank %d: %v: %s", e.Rank, e.Err, e.Reason)
+	return fmt.Sprintf("%v: rank %d: %s", e.Err, e.Rank, e.Reason)
 }
 
-func (e *RankError) Unwrap() error { return e.Err }
+// Unwrap returns the sentinel and, on a rank that called Abort, its cause.
+func (e *RankError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.cause}
+}
 
 // MismatchError reports that the ranks did not call the same collective: it
 // lists every rank's signature for the call, indexed by rank.
@@ -71,8 +79,11 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("%v: %v #%d: %s: ranks %v had not arrived after %v",
-		ErrTimeout, e.Op, e.Seq, e.Phase, e.Missing, e.After)
+	call := e.Op.String()
+	if e.Seq != 0 {
+		call = fmt.Sprintf("%v #%d", e.Op, e.Seq)
+	}
+	return fmt.Sprintf("%v: %s: %s: ranks %v had not arrived after %v", ErrTimeout, call, e.Phase, e.Missing, e.After)
 }
 
 func (e *TimeoutError) Is(target error) bool {

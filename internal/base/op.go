@@ -21,6 +21,7 @@ const (
 	OpReduceScatterMany
 	OpAllReduceStaged
 	OpClose
+	OpOpen // never in a signature: names Open in errors
 	numOps
 )
 
@@ -35,6 +36,7 @@ var opNames = [numOps]string{
 	OpReduceScatterMany: "ReduceScatterMany",
 	OpAllReduceStaged:   "AllReduceStaged",
 	OpClose:             "Close",
+	OpOpen:              "Open",
 }
 
 func (o Op) String() string {

@@ -66,9 +66,10 @@ type Comm struct {
 
 // Open maps every rank's segment. It is collective: every rank calls it with
 // the same capacity, and it returns when every rank has mapped every
-// segment, or with an error on every rank.
-func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
-	c = &Comm{
+// segment, or with an error on every rank (the same one where the ranks can
+// tell: see base.Failure).
+func Open(ctx context.Context, cfg Config) (*Comm, error) {
+	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, capacity: cfg.Capacity, timeout: cfg.Timeout,
 		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(cfg.World),
 		segs: make([]segment, cfg.World), staged: -1,
@@ -77,6 +78,7 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 	if err := c.paths.fromEnv(); err != nil {
 		return nil, err
 	}
+	var err error
 	if c.cachedMax, err = cachedMaxFromEnv(); err != nil {
 		return nil, err
 	}
@@ -92,72 +94,94 @@ func Open(ctx context.Context, cfg Config) (c *Comm, err error) {
 		c.segs[0] = newSegment(mem)
 		return c, nil
 	}
-
-	// Create the segment only once every rank is here, so that a rank
-	// lost before then leaves nothing behind; a rank lost during the
-	// exchange below leaves a file whose name the others may not learn,
-	// which the next Open on the host removes (sweepStale).
-	if err := c.rdv.Barrier(ctx, "cpu/joined"); err != nil {
-		return nil, fmt.Errorf("wait for every rank to join: %w", err)
-	}
-	sweepStale()
-	name, mem, err := createSegment(size)
-	if err != nil {
+	if err := c.mapPeers(ctx, size); err != nil {
+		c.unmapAll()
 		return nil, err
-	}
-	c.segs[c.rank] = newSegment(mem)
-	names := []string{name}
-	// Whatever happens below, the names must not outlive setup: unlink ours
-	// and, if setup fails, every peer's we learned (the peer may be dead).
-	defer func() {
-		for _, n := range names {
-			unlinkSegment(n)
-		}
-		if err != nil {
-			c.unmapAll()
-		}
-	}()
-
-	// Every rank adopts rank 0's thresholds: they are derived from the
-	// core count, which CPU binding can make differ between ranks, or set
-	// by environment variables, which may differ too.
-	setup := fmt.Sprintf("%s %d %d %d", name, cfg.Capacity, c.paths.allReduceOneShotMax, c.paths.streamMin)
-	all, err := c.rdv.AllGather(ctx, "cpu/segments", []byte(setup))
-	if err != nil {
-		return nil, fmt.Errorf("exchange shared memory names: %w", err)
-	}
-	for p, v := range all {
-		var peerName string
-		var capacity int64
-		var oneShotMax, streamMin int
-		if _, err := fmt.Sscanf(string(v), "%s %d %d %d", &peerName, &capacity, &oneShotMax, &streamMin); err != nil {
-			return nil, fmt.Errorf("rank %d sent a bad segment description %q: %w", p, v, err)
-		}
-		if p == 0 {
-			c.paths.allReduceOneShotMax = oneShotMax
-			c.paths.streamMin = streamMin
-		}
-		if p == c.rank {
-			continue
-		}
-		names = append(names, peerName)
-		if capacity != cfg.Capacity {
-			return nil, base.Invalidf("rank %d has capacity %d bytes, rank %d has %d: every rank must open with the same capacity",
-				p, capacity, c.rank, cfg.Capacity)
-		}
-		m, err := openSegment(peerName, size)
-		if err != nil {
-			return nil, fmt.Errorf("rank %d: %w", p, err)
-		}
-		c.segs[p] = newSegment(m)
-	}
-	if err := c.rdv.Barrier(ctx, "cpu/mapped"); err != nil {
-		return nil, fmt.Errorf("wait for peers to map shared memory: %w", err)
 	}
 	c.stopMonitor = make(chan struct{})
 	c.monitorDone = make(chan struct{})
 	go c.monitor()
 	return c, nil
+}
+
+// mapPeers creates this rank's segment, exchanges names with the peers and
+// maps theirs. On error the caller unmaps what was mapped.
+func (c *Comm) mapPeers(ctx context.Context, size int64) error {
+	// The ranks agree on names and sizes before anyone creates a segment,
+	// so that a disagreement leaves nothing behind, and so that whoever
+	// survives a rank lost after creating its segment can remove it.
+	if err := c.rdv.Barrier(ctx, "cpu/joined"); err != nil {
+		return err
+	}
+	sweepStale()
+	name, err := newSegmentName()
+	if err != nil {
+		return err
+	}
+	// Every rank adopts rank 0's thresholds: they are derived from the
+	// core count, which CPU binding can make differ between ranks, or set
+	// by environment variables, which may differ too.
+	setup := fmt.Sprintf("%s %d %d %d", name, c.capacity, c.paths.allReduceOneShotMax, c.paths.streamMin)
+	all, err := c.rdv.AllGather(ctx, "cpu/segments", []byte(setup))
+	if err != nil {
+		return err
+	}
+	descs := make([]segmentDesc, len(all))
+	for p, v := range all {
+		d := &descs[p]
+		if _, err := fmt.Sscanf(string(v), "%s %d %d %d", &d.name, &d.capacity, &d.oneShotMax, &d.streamMin); err != nil || !validName(d.name) {
+			return &base.RankError{Rank: p, Err: base.ErrInvalid, Reason: fmt.Sprintf("bad segment description %q", v)}
+		}
+	}
+	// Every rank sees the same descriptions, so every rank names the same
+	// culprit with the same words.
+	for p, d := range descs {
+		if d.capacity != descs[0].capacity {
+			caps := make([]int64, len(descs))
+			for q := range descs {
+				caps[q] = descs[q].capacity
+			}
+			return &base.RankError{Rank: p, Err: base.ErrInvalid,
+				Reason: fmt.Sprintf("every rank must open with the same capacity: ranks' capacities in bytes %v", caps)}
+		}
+	}
+	c.paths.allReduceOneShotMax = descs[0].oneShotMax
+	c.paths.streamMin = descs[0].streamMin
+
+	// From here the names must not outlive setup, whatever happens: every
+	// rank removes every name once all are mapped, or as it fails (a peer
+	// that died may have created its segment and not removed it).
+	defer func() {
+		for _, d := range descs {
+			unlinkSegment(d.name)
+		}
+	}()
+	mem, err := createSegment(name, size)
+	if err != nil {
+		return err
+	}
+	c.segs[c.rank] = newSegment(mem)
+	if err := c.rdv.Barrier(ctx, "cpu/created"); err != nil {
+		return err
+	}
+	for p, d := range descs {
+		if p == c.rank {
+			continue
+		}
+		m, err := openSegment(d.name, size)
+		if err != nil {
+			return fmt.Errorf("map rank %d's segment: %w", p, err)
+		}
+		c.segs[p] = newSegment(m)
+	}
+	return c.rdv.Barrier(ctx, "cpu/mapped")
+}
+
+// segmentDesc is what a rank tells its peers about its segment at Open.
+type segmentDesc struct {
+	name                  string
+	capacity              int64
+	oneShotMax, streamMin int
 }
 
 // monitor turns a failure the rendezvous reports (a peer crashed, was
@@ -187,20 +211,23 @@ func (c *Comm) Err() error {
 // Abort fails the communicator with cause: pending and later calls on this
 // rank return it, and every peer learns that this rank failed.
 func (c *Comm) Abort(cause error) {
-	c.poison(fmt.Errorf("%w: %w", base.ErrAborted, cause), true)
+	c.poison(base.Aborted(c.rank, cause), true)
 }
 
-// poison records the first failure, publishes it in this rank's status
-// word and wakes every sleeper, so that waits here and at the peers notice
-// at once; then, when this rank is the origin (tell), it reports the failure
-// through the rendezvous, which reaches peers that are not in a call.
-func (c *Comm) poison(err error, tell bool) {
+// poison records the first failure, in the form every rank reports it
+// (base.Canonical), publishes it in this rank's status word and wakes every
+// sleeper, so that waits here and at the peers notice at once; then, when
+// this rank is the origin (tell), it reports the failure through the
+// rendezvous, which reaches peers that are not in a call. It returns the
+// communicator's cause: err's, or an earlier failure's.
+func (c *Comm) poison(err error, tell bool) error {
 	// Counted before the cause is visible: a call that returns this failure
 	// and a Close that follows must find the report in flight.
 	c.telling.Add(1)
 	defer c.telling.Done()
+	err = base.Canonical(err, c.rank)
 	if !c.cause.CompareAndSwap(nil, &err) {
-		return
+		return *c.cause.Load()
 	}
 	if c.log != nil {
 		c.log.Error("communicator failed", "err", err)
@@ -222,20 +249,24 @@ func (c *Comm) poison(err error, tell bool) {
 	if tell && c.rdv != nil {
 		c.rdv.Fail(f.Encode()) // Close waits for it (telling)
 	}
+	return err
 }
 
 // fail poisons the communicator with a failure found by this rank's call
-// and returns it. A mismatch replaces an earlier cause: a peer's report of
-// it may arrive first, but the signatures themselves say more.
+// and returns the communicator's cause. A mismatch replaces an earlier
+// cause: a peer's report of it may arrive first, but the signatures
+// themselves say more.
 func (c *Comm) fail(err error) error {
 	var rank *base.RankError
-	peers := errors.As(err, &rank)
+	peers := errors.As(err, &rank) && rank.Rank != c.rank
 	// A peer's failure is the peer's to report; ours we tell everyone.
-	c.poison(err, !peers)
+	cause := c.poison(err, !peers)
 	if !peers && errors.Is(err, base.ErrMismatch) {
+		err = base.Canonical(err, c.rank)
 		c.cause.Store(&err)
+		return err
 	}
-	return err
+	return cause
 }
 
 // usable returns why no call can run now, or nil.
@@ -249,17 +280,18 @@ func (c *Comm) usable() error {
 // Close ends the communicator. When it is healthy, Close is collective: it
 // returns after every peer has also called Close and finished reading this
 // rank's memory (or with an error when ctx, the timeout or a failure ends
-// the wait first). It then releases everything whatever happened. Close is
-// idempotent; later calls return ErrClosed.
+// the wait first). It then releases everything whatever happened, and
+// returns nil if the communicator never failed, its failure otherwise (the
+// same on every rank: see base.Failure). Close is idempotent; later calls
+// return nil, and every other call ErrClosed.
 func (c *Comm) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil
 	}
-	var err error
 	if c.Err() == nil && c.world > 1 {
-		err = c.closeHandshake(ctx)
+		c.closeHandshake(ctx)
 	}
 	c.closed = true
 	if c.stopMonitor != nil {
@@ -268,12 +300,13 @@ func (c *Comm) Close(ctx context.Context) error {
 	}
 	c.telling.Wait()
 	c.unmapAll()
-	return err
+	return c.Err()
 }
 
 // closeHandshake runs a Close call through the protocol, then waits until
 // every peer has published done for it: after that nobody reads our memory.
-func (c *Comm) closeHandshake(ctx context.Context) error {
+// A failure poisons the communicator: Close returns it.
+func (c *Comm) closeHandshake(ctx context.Context) {
 	k := c.newCall(base.OpClose)
 	k.ctx = ctx
 	if d, ok := ctx.Deadline(); ok && d.Before(k.deadline) {
@@ -281,13 +314,12 @@ func (c *Comm) closeHandshake(ctx context.Context) error {
 	}
 	req := &base.Request{Op: base.OpClose}
 	if err := c.begin(k, req, base.Signature{Op: base.OpClose, Buffers: 1}, false); err != nil {
-		return err
+		return
 	}
 	c.publish(offDone, c.seq)
 	if err := c.waitAll(k, offDone, c.seq, "waiting for peers to acknowledge Close"); err != nil {
-		return c.fail(err)
+		c.fail(err)
 	}
-	return nil
 }
 
 func (c *Comm) unmapAll() {

@@ -25,33 +25,40 @@ func shmDir() string {
 
 const shmPrefix = "detcoll-"
 
-// createSegment makes a new segment file of size bytes, readable and
-// writable by this user only, under a name nobody can guess, and maps it.
-func createSegment(size int64) (name string, mem []byte, err error) {
+// newSegmentName returns a name for a segment of this process that nobody
+// can guess. Ranks tell each other their names before they create the
+// segments, so that the survivors of a rank that dies right after creating
+// its own can remove it.
+func newSegmentName() (string, error) {
 	var rnd [16]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
-		return "", nil, err
+		return "", err
 	}
-	name = fmt.Sprintf("%s%d-%s", shmPrefix, os.Getpid(), hex.EncodeToString(rnd[:]))
+	return fmt.Sprintf("%s%d-%s", shmPrefix, os.Getpid(), hex.EncodeToString(rnd[:])), nil
+}
+
+// createSegment makes the segment file called name, of size bytes, readable
+// and writable by this user only, and maps it.
+func createSegment(name string, size int64) (mem []byte, err error) {
 	path := filepath.Join(shmDir(), name)
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return "", nil, fmt.Errorf("create shared memory %s: %w", path, err)
+		return nil, fmt.Errorf("create shared memory %s: %w", path, err)
 	}
 	defer unix.Close(fd)
 	// Fallocate, not just Ftruncate: a tmpfs too small for the segment
 	// must fail here, with a message, not later with SIGBUS on first touch.
 	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
 		unix.Unlink(path)
-		return "", nil, fmt.Errorf("reserve %d bytes of shared memory in %s (is it large enough? Options.Capacity sets the size): %w",
+		return nil, fmt.Errorf("reserve %d bytes of shared memory in %s (is it large enough? Options.Capacity sets the size): %w",
 			size, shmDir(), err)
 	}
 	mem, err = unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		unix.Unlink(path)
-		return "", nil, fmt.Errorf("map shared memory %s: %w", path, err)
+		return nil, fmt.Errorf("map shared memory %s: %w", path, err)
 	}
-	return name, mem, nil
+	return mem, nil
 }
 
 // openSegment maps a peer's segment by the name it published.
@@ -128,9 +135,9 @@ func segmentOwner(name string) (pid int, ok bool) {
 	return pid, err == nil && pid > 0
 }
 
-// sweepStale removes segments whose creator is dead: a rank killed in the
-// instant between creating its segment and its peers mapping it leaves its
-// file behind, and the next communicator on the host cleans it up.
+// sweepStale removes segments whose creator is dead: should every rank of a
+// job die while setting up (so no survivor removes a dead rank's segment),
+// the next communicator on the host cleans up.
 func sweepStale() {
 	entries, err := os.ReadDir(shmDir())
 	if err != nil {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -103,7 +104,8 @@ func (c *Comm) waitAll(k call, off int, target uint64, phase string) error {
 	return nil
 }
 
-// waitPeer waits for one peer's word; ok is false at the deadline.
+// waitPeer waits for one peer's word; ok is false at the deadline (k's, or
+// k.ctx's).
 func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) {
 	s := c.segs[p]
 	w := s.word(off)
@@ -137,7 +139,10 @@ func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) 
 			return false, err
 		}
 		if k.ctx != nil && k.ctx.Err() != nil {
-			return false, fmt.Errorf("%v #%d: %s: %w", k.op, k.seq, "waiting for peers", k.ctx.Err())
+			if errors.Is(k.ctx.Err(), context.DeadlineExceeded) {
+				return false, nil // the caller's deadline: a timeout like ours
+			}
+			return false, base.Aborted(c.rank, fmt.Errorf("%v #%d: %w", k.op, k.seq, k.ctx.Err()))
 		}
 		left := time.Until(k.deadline)
 		if left <= 0 {

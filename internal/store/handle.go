@@ -9,6 +9,7 @@ import (
 // request ids and values.
 type round struct {
 	in     []bool
+	seen   []bool // ranks that ever arrived, withdrawn or not: see missingLocked
 	ids    []uint64
 	values [][]byte
 	n      int // ranks arrived
@@ -46,6 +47,8 @@ func (s *Server) handleLocked(p *peer, m msg) error {
 		p.pending[m.id] = pendingOp{key: m.key}
 	case tGather:
 		s.gatherLocked(p, m)
+	case tMissing:
+		p.out.send(encode(msg{typ: tValue, id: m.id, value: s.missingLocked(p.rank, m.key)}))
 	case tCancel:
 		s.cancelLocked(p, m.id)
 	case tFail:
@@ -65,7 +68,7 @@ func (s *Server) gatherLocked(p *peer, m msg) {
 	}
 	rd := s.rounds[m.key]
 	if rd == nil {
-		rd = &round{in: make([]bool, s.world), ids: make([]uint64, s.world), values: make([][]byte, s.world),
+		rd = &round{in: make([]bool, s.world), seen: make([]bool, s.world), ids: make([]uint64, s.world), values: make([][]byte, s.world),
 			size: gatheredHead - headLen + 4 + 4*s.world}
 		s.rounds[m.key] = rd
 	}
@@ -75,6 +78,7 @@ func (s *Server) gatherLocked(p *peer, m msg) {
 		return
 	}
 	rd.in[p.rank], rd.ids[p.rank], rd.values[p.rank] = true, m.id, m.value
+	rd.seen[p.rank] = true
 	rd.n++
 	rd.size += len(m.value)
 	p.pending[m.id] = pendingOp{key: m.key, gather: true}
@@ -124,10 +128,7 @@ func (s *Server) cancelLocked(p *peer, id uint64) {
 	if rd := s.rounds[op.key]; rd != nil && rd.in[p.rank] && rd.ids[p.rank] == id {
 		rd.size -= len(rd.values[p.rank])
 		rd.in[p.rank], rd.ids[p.rank], rd.values[p.rank] = false, 0, nil
-		rd.n--
-		if rd.n == 0 {
-			delete(s.rounds, op.key)
-		}
+		rd.n-- // the round stays, empty or not, to remember who came
 	}
 }
 
@@ -150,4 +151,19 @@ func (s *Server) abortRoundsLocked(reason string) {
 		}
 		delete(s.rounds, name)
 	}
+}
+
+// missingLocked returns, as big-endian u32s, the ranks other than asker that
+// never reached the gather key: what a rank whose wait there timed out
+// reports as missing. A rank that came and withdrew (it timed out too) is
+// not missing, so ranks that time out together blame the same ranks.
+func (s *Server) missingLocked(asker int, key string) []byte {
+	rd := s.rounds[key]
+	var b []byte
+	for r := range s.world {
+		if r != asker && (rd == nil || !rd.seen[r]) {
+			b = binary.BigEndian.AppendUint32(b, uint32(r))
+		}
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -67,6 +68,39 @@ func (c *Client) AllGather(ctx context.Context, name string, value []byte) ([][]
 		return nil, c.Err()
 	}
 	return m.values, err
+}
+
+// BarrierMissing returns the ranks other than this one that have not
+// reached the barrier called name, in rank order: after a Barrier that ctx
+// ended, the ranks to blame. Like every call, it fails when the job has
+// failed.
+func (c *Client) BarrierMissing(ctx context.Context, name string) ([]int, error) {
+	return c.missing(ctx, "barrier", name)
+}
+
+// AllGatherMissing is BarrierMissing for the AllGather called name.
+func (c *Client) AllGatherMissing(ctx context.Context, name string) ([]int, error) {
+	return c.missing(ctx, "allgather", name)
+}
+
+func (c *Client) missing(ctx context.Context, kind, name string) ([]int, error) {
+	op := fmt.Sprintf("missing %s %q", kind, name)
+	if err := checkKey(op, name); err != nil {
+		return nil, err
+	}
+	m, err := c.call(ctx, op, msg{typ: tMissing, key: kind + "/" + name})
+	if err != nil {
+		return nil, err
+	}
+	if len(m.value)%4 != 0 {
+		c.lost(fmt.Errorf("%w: a list of ranks of %d bytes", errMalformed, len(m.value)))
+		return nil, c.Err()
+	}
+	ranks := make([]int, 0, len(m.value)/4)
+	for b := m.value; len(b) > 0; b = b[4:] {
+		ranks = append(ranks, int(binary.BigEndian.Uint32(b)))
+	}
+	return ranks, nil
 }
 
 func checkKey(op, key string) error {

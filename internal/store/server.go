@@ -53,6 +53,7 @@ type Server struct {
 	pending int                         // guarded by mu; connections whose hello is not yet verified
 	peers   []*peer                     // guarded by mu; by rank: the connected ranks, nil otherwise
 	joined  []bool                      // guarded by mu; a rank joins once per job
+	told    []bool                      // guarded by mu; ranks that joined, or were told the cause when they tried
 	left    int                         // guarded by mu; how many ranks said goodbye
 	leaver  int                         // guarded by mu; a rank that said goodbye, or -1
 	cause   *PeerError                  // guarded by mu; the job's first failure, or nil
@@ -108,6 +109,7 @@ func listen(addr string, world int, secret []byte, handshakeTimeout time.Duratio
 		conns:            make(map[net.Conn]struct{}),
 		peers:            make([]*peer, world),
 		joined:           make([]bool, world),
+		told:             make([]bool, world),
 		leaver:           -1,
 		changed:          make(chan struct{}),
 		kv:               make(map[string][]byte),
@@ -133,15 +135,18 @@ func checkJob(world int, secret []byte) error {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Shutdown waits until every rank has joined and said goodbye (Client.Close),
-// or the job has failed, or ctx is done, and then calls Close. Calling it on
-// rank 0 after its own Client.Close keeps a slower rank's goodbye from being
-// cut off and reported as a failure of rank 0. It returns ctx's error if ctx
-// ended first, and nil otherwise; the job's failure is the clients' to report.
+// or the job has failed and every rank has joined or been told why when it
+// tried, or ctx is done, and then calls Close. Calling it on rank 0 after its
+// own Client.Close keeps a slower rank's goodbye from being cut off and
+// reported as a failure of rank 0, and a rank that comes late to a failed
+// job from finding no server (and blaming rank 0) instead of the cause. It
+// returns ctx's error if ctx ended first, and nil otherwise; the job's
+// failure is the clients' to report.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	for err == nil {
 		s.mu.Lock()
-		finished := s.closed || s.cause != nil || s.left == s.world
+		finished := s.closed || s.left == s.world || s.cause != nil && !slices.Contains(s.told, false)
 		changed := s.changed
 		s.mu.Unlock()
 		if finished {
@@ -300,12 +305,19 @@ func (s *Server) admit(rank int, conn net.Conn) (*peer, *PeerError, string) {
 	case s.closed:
 		return nil, nil, "the store server is closing"
 	case s.cause != nil:
+		// Told the cause in its welcome: it has heard the job's story,
+		// which is what Shutdown waits for after a failure.
+		if !s.told[rank] {
+			s.told[rank] = true
+			s.signalLocked()
+		}
 		return nil, s.cause, ""
 	case s.joined[rank]:
 		return nil, nil, fmt.Sprintf("rank %d has already joined", rank)
 	}
 	p := &peer{rank: rank, out: newOutbox(conn), pending: make(map[uint64]pendingOp)}
-	s.peers[rank], s.joined[rank] = p, true
+	s.peers[rank], s.joined[rank], s.told[rank] = p, true, true
+	s.signalLocked()
 	if !slices.Contains(s.joined, false) {
 		// Everyone is in and nobody may join twice: stop listening, so
 		// that the address is free at once for the job's next store (a

@@ -294,3 +294,34 @@ func TestShutdown(t *testing.T) {
 	}
 	waitDone(t, c2[0], time.Now(), time.Second)
 }
+
+// TestMissing: after a barrier timed out on some ranks, each can ask who
+// never arrived; a rank that came and withdrew (timed out too) is not
+// missing, so the ranks that time out blame the same ranks.
+func TestMissing(t *testing.T) {
+	_, c := newJob(t, 4)
+	var wg sync.WaitGroup
+	for _, r := range []int{0, 2} {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			defer cancel()
+			if err := c[r].Barrier(ctx, "open"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("rank %d: barrier = %v; want a timeout", r, err)
+			}
+		})
+	}
+	// Rank 3 arrives and stays; rank 1 never comes.
+	go c[3].Barrier(t.Context(), "open")
+	time.Sleep(50 * time.Millisecond)
+	wg.Wait()
+	for r, want := range map[int][]int{0: {1}, 2: {1}} {
+		got, err := c[r].BarrierMissing(t.Context(), "open")
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("rank %d: BarrierMissing = %v, %v; want %v", r, got, err, want)
+		}
+	}
+	got, err := c[0].AllGatherMissing(t.Context(), "never")
+	if err != nil || fmt.Sprint(got) != "[1 2 3]" {
+		t.Errorf("AllGatherMissing of a gather nobody reached = %v, %v; want [1 2 3]", got, err)
+	}
+}

@@ -58,6 +58,10 @@ const (
 	tFailed   // rank, reason: the job failed (a push, no id)
 	tByeAck   //
 
+	// Added in the same protocol version: a server that predates it
+	// treats it as a protocol error, which only a late question risks.
+	tMissing // id, key -> value (u32 ranks): who has not reached a gather
+
 	tLimit // first unused type
 )
 
@@ -87,7 +91,7 @@ type msg struct {
 
 func (t msgType) String() string {
 	names := [...]string{"challenge", "hello", "welcome", "refuse", "set", "get", "gather", "cancel",
-		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack"}
+		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack", "missing"}
 	if t >= 1 && t < tLimit {
 		return names[t-1]
 	}
@@ -125,7 +129,7 @@ func encode(m msg) []byte {
 		b = be.AppendUint64(b, m.id)
 		b = appendBytes(b, m.key)
 		b = appendBytes(b, m.value)
-	case tGet:
+	case tGet, tMissing:
 		b = be.AppendUint64(b, m.id)
 		b = appendBytes(b, m.key)
 	case tCancel, tOK:
@@ -207,7 +211,7 @@ func decode(b []byte) (msg, error) {
 		m.id = r.u64()
 		m.key = string(r.bytes())
 		m.value = r.bytes()
-	case tGet:
+	case tGet, tMissing:
 		m.id = r.u64()
 		m.key = string(r.bytes())
 	case tCancel, tOK:

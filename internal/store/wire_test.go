@@ -35,6 +35,7 @@ func samples() []msg {
 		{typ: tError, id: 9, code: codeClosed, reason: "rank 1 has closed"},
 		{typ: tFailed, rank: 0, reason: "the store server closed"},
 		{typ: tByeAck},
+		{typ: tMissing, id: 10, key: "barrier/open"},
 	}
 }
 
