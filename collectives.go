@@ -12,7 +12,9 @@ func AllReduce[T Float](c *Comm, in, out []T) error {
 
 // ReduceScatter sums in (W*n elements) over all ranks and gives rank r the
 // elements [r*n, (r+1)*n) of the sum in out (n elements): bit for bit the
-// same elements AllReduce would give. in and out must not overlap.
+// same elements AllReduce would give. out may be in place, as in NCCL: the
+// rank's own share of the input, in[r*n:(r+1)*n] (it is read before it is
+// overwritten); otherwise in and out must not overlap (ErrInvalid).
 func ReduceScatter[T Float](c *Comm, in, out []T) error {
 	return c.do1(base.OpReduceScatter, DTypeOf[T](), 0, bytesOf(in), bytesOf(out), 1)
 }

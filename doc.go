@@ -41,13 +41,42 @@
 // Every wait is bounded by Options.Timeout. A rank that crashes, is killed,
 // or fails a call makes every other rank's pending and later calls fail
 // promptly (well within a second, through the rendezvous connection and the
-// shared status words) with a *RankError naming it, never a hang and never
-// wrong data reported as success. A rank that calls a different collective
-// makes every rank fail with a *MismatchError listing each rank's
-// signature. After such a failure the communicator is poisoned: every call
-// returns the cause (Err). Close it and Open a new one. Bad arguments are
-// rejected before any work with ErrInvalid and leave the communicator
-// usable.
+// shared status words), never a hang and never wrong data reported as
+// success. After a failure the communicator is poisoned: every call returns
+// the cause (Err). Close it and Open a new one. Bad arguments are rejected
+// before any work with ErrInvalid and leave the communicator usable.
+//
+// # Errors: one story on every rank
+//
+// Every error matches exactly one of the sentinels ErrInvalid, ErrClosed,
+// ErrUnavailable, ErrPeerLost, ErrAborted, ErrTimeout and ErrMismatch
+// (test with errors.Is; the text is not API). A communicator fails once, for
+// one root cause, and every rank that lives reports that cause with the same
+// type and the same words, the culprit named once, whichever rank found it
+// first and however the news reached the others:
+//
+//   - a rank crashed, was killed, lost its connection or failed on its own:
+//     a *RankError naming it, matching ErrPeerLost;
+//   - Abort was called on a rank: a *RankError naming it, matching
+//     ErrAborted (on that rank it also wraps the cause Abort was given);
+//   - ranks did not arrive within the timeout (a skipped call, a rank that
+//     never started): a *TimeoutError naming the operation, the phase and
+//     the missing ranks, matching ErrTimeout and context.DeadlineExceeded;
+//     a late rank that arrives afterwards gets the same error;
+//   - ranks called different collectives: a *MismatchError listing every
+//     rank's signature, matching ErrMismatch;
+//   - ranks opened with options that disagree (Options.Capacity): a
+//     *RankError naming the first rank that differs from rank 0, matching
+//     ErrInvalid.
+//
+// Open follows the same rule, with "Open" as the operation: a rank killed
+// while the others open is a lost rank, a rank that never started is
+// missing from a *TimeoutError. A rank the rendezvous refuses (a wrong
+// secret or world size) gets a *RankError naming itself, matching
+// ErrInvalid; as it cannot prove it belongs to the job, its peers are not
+// told and time out naming it. Close behaves the same on every rank: nil if
+// the communicator never failed, its failure (what Err returns) if it failed
+// before Close or while Close waited for the peers.
 //
 // # Backends
 //
