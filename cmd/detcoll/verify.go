@@ -195,6 +195,7 @@ func spawnSelf(ctx context.Context, n int, command string, args []string, stdout
 	})
 	var re *launch.RankError
 	if errors.As(err, &re) {
+		printOthers(stderr, "detcoll "+command, re)
 		return rankFailed{re}
 	}
 	return err
