@@ -14,9 +14,10 @@ import (
 	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
-// The GPU tests: each parent test skips with "cuda: ..." where the GPUs it
-// needs are missing, and otherwise starts its ranks (one per GPU, device =
-// LOCAL_RANK) through ranktest.
+// The GPU tests: each parent test skips with "cuda: ..." where no GPU is
+// here (fails, under DETCOLL_REQUIRE_GPU=1), and otherwise starts its
+// ranks through ranktest: one per GPU (device = LOCAL_RANK), or, with
+// fewer GPUs than ranks, time-sliced on those there are (gpusFor).
 
 func init() {
 	roles["device-reduce"] = roleDeviceReduce
@@ -379,8 +380,8 @@ func roleDeviceGather() error {
 func TestDeviceReduceGPU(t *testing.T) {
 	for _, w := range []int{1, 2} {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
-			requireGPUs(t, w)
-			res := ranktest.Run(t, w, "device-reduce", 4*time.Minute, "TEST_CAPACITY=16777216", "TEST_TIMEOUT_MS=20000", shortEnv())
+			gpus := gpusFor(t, w)
+			res := ranktest.Run(t, w, "device-reduce", 4*time.Minute, gpus, "TEST_CAPACITY=16777216", "TEST_TIMEOUT_MS=20000", shortEnv())
 			ranktest.RequireOK(t, res)
 			t.Logf("rank 0 said: %s", res[0].Output)
 		})
@@ -390,8 +391,8 @@ func TestDeviceReduceGPU(t *testing.T) {
 func TestDeviceGatherGPU(t *testing.T) {
 	for _, w := range []int{1, 2} {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
-			requireGPUs(t, w)
-			res := ranktest.Run(t, w, "device-gather", 3*time.Minute, "TEST_TIMEOUT_MS=20000")
+			gpus := gpusFor(t, w)
+			res := ranktest.Run(t, w, "device-gather", 3*time.Minute, gpus, "TEST_TIMEOUT_MS=20000")
 			ranktest.RequireOK(t, res)
 			t.Logf("rank 0 said: %s", res[0].Output)
 		})
@@ -399,16 +400,19 @@ func TestDeviceGatherGPU(t *testing.T) {
 }
 
 // TestDeviceWiderWorldsGPU runs the reduction and gather checks at W=3 and
-// 4 on two GPUs, two ranks sharing one (TEST_GPUS): the kernels' code for
+// 4 on two GPUs (or one), ranks sharing each (TEST_GPUS): the kernels' code for
 // more than two ranks (trees over 3 and 4 leaves, LL with several peers,
 // the push path's slots) on the machines we have. Ranks sharing a GPU are
 // time-sliced, so the short sizes only, and nothing here is a timing.
 func TestDeviceWiderWorldsGPU(t *testing.T) {
 	for _, w := range []int{3, 4} {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
-			requireGPUs(t, 2)
+			gpus := gpusFor(t, 2) // at most two GPUs: ranks share them
+			if gpus == "TEST_GPUS=0" {
+				gpus = "TEST_GPUS=2"
+			}
 			for _, role := range []string{"device-reduce", "device-gather"} {
-				res := ranktest.Run(t, w, role, 4*time.Minute, "TEST_GPUS=2", "TEST_CAPACITY=33554432",
+				res := ranktest.Run(t, w, role, 4*time.Minute, gpus, "TEST_CAPACITY=33554432",
 					"TEST_TIMEOUT_MS=60000", "TEST_SHORT=1")
 				ranktest.RequireOK(t, res)
 				t.Logf("%s: rank 0 said: %s", role, res[0].Output)

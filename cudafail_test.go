@@ -460,8 +460,7 @@ func boolInt(b bool) int {
 func TestDeviceGraphGPU(t *testing.T) {
 	for _, w := range []int{1, 2} {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
-			requireGPUs(t, w)
-			res := ranktest.Run(t, w, "device-graph", 2*time.Minute, "TEST_TIMEOUT_MS=20000")
+			res := ranktest.Run(t, w, "device-graph", 2*time.Minute, gpusFor(t, w), "TEST_TIMEOUT_MS=20000")
 			ranktest.RequireOK(t, res)
 			t.Logf("rank 0 said: %s", res[0].Output)
 		})
@@ -469,15 +468,13 @@ func TestDeviceGraphGPU(t *testing.T) {
 }
 
 func TestDeviceMismatchGPU(t *testing.T) {
-	requireGPUs(t, 2)
-	res := ranktest.Run(t, 2, "device-mismatch", time.Minute, "TEST_TIMEOUT_MS=20000")
+	res := ranktest.Run(t, 2, "device-mismatch", time.Minute, gpusFor(t, 2), "TEST_TIMEOUT_MS=20000")
 	ranktest.RequireOK(t, res)
 	t.Logf("rank 0 said: %s", strings.TrimSpace(res[0].Output))
 }
 
 func TestDeviceSkippedCallTimesOutGPU(t *testing.T) {
-	requireGPUs(t, 2)
-	res := ranktest.Run(t, 2, "device-skip", time.Minute, "TEST_TIMEOUT_MS=1000")
+	res := ranktest.Run(t, 2, "device-skip", time.Minute, gpusFor(t, 2), "TEST_TIMEOUT_MS=1000")
 	ranktest.RequireOK(t, res)
 	t.Logf("rank 0 said: %s", strings.TrimSpace(res[0].Output))
 }
@@ -485,9 +482,8 @@ func TestDeviceSkippedCallTimesOutGPU(t *testing.T) {
 // TestDeviceKilledRankGPU kills a rank with SIGKILL during a run of
 // all-reduces and measures how long the survivor takes to fail.
 func TestDeviceKilledRankGPU(t *testing.T) {
-	requireGPUs(t, 2)
 	const victim = 1
-	res := ranktest.Run(t, 2, "device-kill", time.Minute, "VICTIM=1", "TEST_TIMEOUT_MS=30000")
+	res := ranktest.Run(t, 2, "device-kill", time.Minute, gpusFor(t, 2), "VICTIM=1", "TEST_TIMEOUT_MS=30000")
 	var killed int64
 	if m := timeRE.FindStringSubmatch(res[victim].Output); m != nil && m[1] == "KILL" {
 		killed, _ = strconv.ParseInt(m[2], 10, 64)
@@ -512,8 +508,7 @@ func TestDeviceKilledRankGPU(t *testing.T) {
 }
 
 func TestDeviceAbortGPU(t *testing.T) {
-	requireGPUs(t, 2)
-	res := ranktest.Run(t, 2, "device-abort", time.Minute, "TEST_TIMEOUT_MS=20000")
+	res := ranktest.Run(t, 2, "device-abort", time.Minute, gpusFor(t, 2), "TEST_TIMEOUT_MS=20000")
 	ranktest.RequireOK(t, res)
 	t.Logf("said: %s | %s", strings.TrimSpace(res[0].Output), strings.TrimSpace(res[1].Output))
 }
@@ -521,8 +516,7 @@ func TestDeviceAbortGPU(t *testing.T) {
 func TestDeviceBadInputGPU(t *testing.T) {
 	for _, w := range []int{1, 2} {
 		t.Run("W="+strconv.Itoa(w), func(t *testing.T) {
-			requireGPUs(t, w)
-			ranktest.RequireOK(t, ranktest.Run(t, w, "device-badinput", time.Minute, "TEST_TIMEOUT_MS=20000"))
+			ranktest.RequireOK(t, ranktest.Run(t, w, "device-badinput", time.Minute, gpusFor(t, w), "TEST_TIMEOUT_MS=20000"))
 		})
 	}
 }

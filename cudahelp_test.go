@@ -12,6 +12,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/check"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/cuda/gputest"
 )
 
 // gpuCount returns the number of CUDA devices here, 0 without a driver.
@@ -27,16 +28,31 @@ func gpuCount() int {
 	return n
 }
 
-// requireGPUs skips t unless n GPUs are here.
+// requireGPUs skips t unless n GPUs are here, or fails it under
+// DETCOLL_REQUIRE_GPU=1 (gputest).
 func requireGPUs(t *testing.T, n int) {
 	t.Helper()
 	if err := driver.Load(); err != nil {
-		t.Skipf("cuda: no CUDA driver: %v", err)
+		gputest.Missing(t, "cuda: no CUDA driver: %v", err)
+		return
 	}
 	defer driver.Unload()
-	if have, err := driver.DeviceCount(); err != nil || have < n {
-		t.Skipf("cuda: need %d GPUs, have %d (%v)", n, have, err)
+	have, err := driver.DeviceCount()
+	gputest.Need(t, n, have, err)
+}
+
+// gpusFor returns the TEST_GPUS setting that runs world ranks here: a GPU
+// per rank where there are that many (TEST_GPUS=0: device = LOCAL_RANK),
+// else the ranks time-sliced on the GPUs there are, which checks
+// correctness only. It ends t by gputest where there is no GPU at all.
+func gpusFor(t *testing.T, world int) string {
+	t.Helper()
+	requireGPUs(t, 1)
+	if have := gpuCount(); have < world {
+		t.Logf("%d ranks time-sliced on %d GPUs", world, have)
+		return "TEST_GPUS=" + strconv.Itoa(have)
 	}
+	return "TEST_GPUS=0"
 }
 
 // gpuRank is a test rank's GPU: the communicator's device context current

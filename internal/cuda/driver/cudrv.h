@@ -59,6 +59,7 @@ typedef uintptr_t nvrtcProgram;
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr* p, size_t n), (p, n)) \
   X(cuMemFree, "cuMemFree_v2", (CUdeviceptr p), (p)) \
   X(cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr p, unsigned char v, size_t n), (p, v, n)) \
+  X(cuMemsetD32, "cuMemsetD32_v2", (CUdeviceptr p, unsigned int v, size_t n), (p, v, n)) \
   X(cuMemsetD8Async, "cuMemsetD8Async", (CUdeviceptr p, unsigned char v, size_t n, CUstream s), (p, v, n, s)) \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr d, const void* h, size_t n), (d, h, n)) \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void* h, CUdeviceptr d, size_t n), (h, d, n)) \
@@ -90,6 +91,8 @@ typedef uintptr_t nvrtcProgram;
   X(cuModuleUnload, "cuModuleUnload", (CUmodule m), (m)) \
   X(cuModuleGetFunction, "cuModuleGetFunction", (CUfunction* f, CUmodule m, const char* name), (f, m, name)) \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction f, int attr, int v), (f, attr, v)) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", \
+    (int* n, CUfunction f, int block, size_t shmem), (n, f, block, shmem)) \
   X(cuLaunchKernel, "cuLaunchKernel", \
     (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, \
      unsigned int bz, unsigned int shmem, CUstream s, void** params, void** extra), \

@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/cuda/gputest"
 )
 
-// The GPU tests skip with "no CUDA driver: ..." where Load fails. They use
-// device 0.
+// The GPU tests skip with "no CUDA driver: ..." where Load fails (fail,
+// under DETCOLL_REQUIRE_GPU=1: gputest). They use device 0.
 
 const testKernels = `
 extern "C" __global__ void axpb(const float* x, float* y, float a, float b, int n) {
@@ -76,7 +78,8 @@ extern "C" __global__ void wait_word(const volatile unsigned* word, volatile uns
 func gpuTest(t *testing.T) Device {
 	t.Helper()
 	if err := Load(); err != nil {
-		t.Skipf("no CUDA driver: %v", err)
+		gputest.Missing(t, "no CUDA driver: %v", err)
+		return 0
 	}
 	t.Cleanup(func() {
 		if err := Unload(); err != nil {
@@ -90,7 +93,7 @@ func gpuTest(t *testing.T) Device {
 		t.Fatal(err)
 	}
 	if n == 0 {
-		t.Skip("no CUDA device")
+		gputest.Missing(t, "no CUDA device")
 	}
 	dev, err := DeviceGet(0)
 	if err != nil {

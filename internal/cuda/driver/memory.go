@@ -55,6 +55,17 @@ func MemsetD8(p DevicePtr, v byte, n int) error {
 	return nil
 }
 
+// MemsetD32 sets n 32-bit words at p (4-byte aligned) to v, synchronously.
+func MemsetD32(p DevicePtr, v uint32, n int) error {
+	if n < 0 {
+		return fmt.Errorf("detcoll/cuda: MemsetD32(%v, %d): negative length", p, n)
+	}
+	if r := C.dc_cuMemsetD32(C.CUdeviceptr(p), C.uint(v), C.size_t(n)); r != 0 {
+		return cuErr(r, "cuMemsetD32_v2", p, v, n)
+	}
+	return nil
+}
+
 // MemsetD8Async queues setting n bytes at p to v on s.
 func MemsetD8Async(p DevicePtr, v byte, n int, s Stream) error {
 	if n < 0 {

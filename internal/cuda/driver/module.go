@@ -61,6 +61,18 @@ func (f Function) SetAttribute(a FuncAttribute, v int) error {
 	return nil
 }
 
+// MaxActiveBlocksPerSM returns how many blocks of block threads, with
+// shmem bytes of dynamic shared memory, one multiprocessor holds at once
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor): with the multiprocessor
+// count, the blocks of a launch that can all be resident together.
+func (f Function) MaxActiveBlocksPerSM(block, shmem int) (int, error) {
+	var n C.int
+	if r := C.dc_cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, C.CUfunction(f), C.int(block), C.size_t(shmem)); r != 0 {
+		return 0, cuErr(r, "cuOccupancyMaxActiveBlocksPerMultiprocessor", block, shmem)
+	}
+	return int(n), nil
+}
+
 // plainChecked caches plainType's verdict on LaunchStruct's types.
 var plainChecked sync.Map // reflect.Type -> error
 

@@ -91,6 +91,9 @@ func MemFree(p DevicePtr) error { return stub("MemFree") }
 // MemsetD8 always fails in this build.
 func MemsetD8(p DevicePtr, v byte, n int) error { return stub("MemsetD8") }
 
+// MemsetD32 always fails in this build.
+func MemsetD32(p DevicePtr, v uint32, n int) error { return stub("MemsetD32") }
+
 // MemsetD8Async always fails in this build.
 func MemsetD8Async(p DevicePtr, v byte, n int, s Stream) error { return stub("MemsetD8Async") }
 
@@ -197,6 +200,11 @@ func (m Module) Function(name string) (Function, error) { return 0, stub("Module
 
 // SetAttribute always fails in this build.
 func (f Function) SetAttribute(a FuncAttribute, v int) error { return stub("Function.SetAttribute") }
+
+// MaxActiveBlocksPerSM always fails in this build.
+func (f Function) MaxActiveBlocksPerSM(block, shmem int) (int, error) {
+	return 0, stub("Function.MaxActiveBlocksPerSM")
+}
 
 // Launch always fails in this build.
 func (f Function) Launch(cfg LaunchConfig, args ...any) error { return stub("Function.Launch") }
