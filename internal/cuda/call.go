@@ -16,6 +16,11 @@ import (
 func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.enqueue(req)
+}
+
+// enqueue is Enqueue with c.mu held.
+func (c *Comm) enqueue(req *base.DeviceRequest) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
@@ -68,6 +73,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 		return err
 	}
 	defer runtime.UnlockOSThread()
+	c.last = s
 	args := c.args
 	*args = kernelArgs{
 		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
@@ -118,37 +124,26 @@ func (c *Comm) Synchronize(s uintptr) error {
 }
 
 // Do runs a host-memory call. A cuda communicator takes device memory,
-// except for Barrier, which it runs on the legacy default stream and waits
-// for.
+// except for Barrier, which it queues on the stream of the communicator's
+// last call (its own non-blocking stream before any call) and waits for
+// that stream alone. The barrier's kernel must follow the calls in flight
+// (every launch counts its seq from the last call's done), and the
+// communicator's calls go to one stream, or to streams the caller orders,
+// so the last call's stream is behind all of them. Waiting for the whole
+// device instead (cuCtxSynchronize) would fail while another thread
+// captures a graph in global mode, and break that capture.
 func (c *Comm) Do(req *base.Request) error {
 	if req.Op != base.OpBarrier {
 		return base.Invalidf("%v on host memory: a cuda communicator takes device memory (use the Device calls)", req.Op)
 	}
-	// The caller's calls may be in flight on a stream the legacy one does
-	// not wait for; the barrier's kernel must follow them (every launch
-	// counts its seq from the last call's done).
-	if err := c.syncContext(); err != nil {
-		return err
-	}
-	if err := c.Enqueue(&base.DeviceRequest{Op: base.OpBarrier}); err != nil {
-		return err
-	}
-	return c.Synchronize(0)
-}
-
-// syncContext waits for everything queued on the communicator's device.
-func (c *Comm) syncContext() error {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	err := driver.CtxSynchronize()
-	runtime.UnlockOSThread()
+	c.mu.Lock()
+	s := c.last
+	err := c.enqueue(&base.DeviceRequest{Op: base.OpBarrier, Stream: uintptr(s)})
+	c.mu.Unlock()
 	if err != nil {
-		c.poison(fmt.Errorf("cuda: synchronize: %w", err), true)
-		return c.Err()
+		return err
 	}
-	return nil
+	return c.Synchronize(uintptr(s))
 }
 
 // Stage refuses: a cuda communicator's staging is device memory

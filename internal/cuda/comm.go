@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -50,8 +51,14 @@ type Comm struct {
 	llOff   int                // offset of the LL area in every rank's buffer
 	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
 	opened  []driver.DevicePtr // what IPCOpenMemHandle returned, to close
+	pids    []int              // every rank's process id, to tell a dead peer in Close
 	host    driver.HostMem     // abort word and error record
 	hostDev driver.DevicePtr   // host's device address
+	stream  driver.Stream      // the communicator's own stream (non-blocking): Barrier's before any call
+	// seq0 is the seq of the communicator's first call, drawn at random by
+	// rank 0 (collective.cu: sequence values); error reports count calls
+	// from it (call = seq - seq0 + 1).
+	seq0 uint64
 
 	// cause is the first failure; once set every call returns it. It is
 	// written by a call, Err, Abort or the monitor.
@@ -64,6 +71,7 @@ type Comm struct {
 	mu     sync.Mutex // serialises calls; guards the fields below
 	staged int        // bytes reserved by Stage and not yet reduced, or -1
 	closed bool
+	last   driver.Stream // the stream of the last call queued (stream before any)
 	// args is the launches' parameter, reused, in an allocation of its
 	// own: cgo refuses a pointer into memory that holds Go pointers, and
 	// a fresh one per call would escape to the heap.
@@ -111,11 +119,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	if err := c.mapPeers(ctx); err != nil {
 		return nil, err
 	}
-	table := make([]byte, 8*c.world)
-	for p, ptr := range c.peers {
-		binary.LittleEndian.PutUint64(table[8*p:], uint64(ptr))
-	}
-	if err := driver.MemcpyHtoD(c.buf+offPeers, table); err != nil {
+	if err := c.initWords(); err != nil {
 		return nil, err
 	}
 	// The copies above may still be in flight (pageable memory), and
@@ -142,6 +146,9 @@ func (c *Comm) setupDevice() error {
 	if err != nil {
 		return fmt.Errorf("%w: cuda: %w", base.ErrUnavailable, err)
 	}
+	if c.device >= n && n > 0 && os.Getenv(envShareDevices) == "1" {
+		c.device %= n
+	}
 	if c.device < 0 || c.device >= n {
 		return fmt.Errorf("%w: cuda: device %d of rank %d: %d devices visible", base.ErrUnavailable, c.device, c.rank, n)
 	}
@@ -160,10 +167,33 @@ func (c *Comm) setupDevice() error {
 	if err != nil {
 		return err
 	}
-	c.plan.maxGrid = 2 * sms
-	c.mod, c.fns, err = loadKernels(c.dev, c.world, c.plan.llMax)
+	if c.mod, c.fns, err = loadKernels(c.dev, c.world, c.plan.llMax); err != nil {
+		return err
+	}
+	resident := 0 // blocks of every kernel that fit on the GPU at once
+	for k, fn := range c.fns {
+		n, err := fn.MaxActiveBlocksPerSM(c.plan.block, 0)
+		if err != nil {
+			return fmt.Errorf("occupancy of %s: %w", kernelNames[k], err)
+		}
+		if k == 0 || n*sms < resident {
+			resident = n * sms
+		}
+	}
+	c.plan.maxGrid = maxGrid(resident)
+	c.stream, err = driver.StreamCreate(driver.StreamNonBlocking)
+	c.last = c.stream
 	return err
 }
+
+// maxGrid caps the blocks of every launch at half of those the GPU holds
+// at once. A waiting block keeps its multiprocessor, and a launch may
+// wait for peers whose own progress needs a launch of another
+// communicator here (on a stream the caller does not order with this
+// one): with every launch at most half the GPU, the launches of two
+// communicators always fit together. (Three or more such communicators
+// on one GPU can still starve each other.)
+func maxGrid(resident int) int { return max(1, resident/2) }
 
 // setupBuffers allocates this rank's buffer and the host-mapped record.
 func (c *Comm) setupBuffers() error {
@@ -177,14 +207,6 @@ func (c *Comm) setupBuffers() error {
 		return fmt.Errorf("allocate %d bytes of staging: %w", size, err)
 	}
 	c.plan.staging = uint64(c.buf + ctrlSize)
-	// Zero words and flags: no sequence number is 0, so no line of the LL
-	// area carries a call's flag before the call writes it.
-	if err := driver.MemsetD8(c.buf, 0, ctrlSize); err != nil {
-		return err
-	}
-	if err := driver.MemsetD8(c.buf+driver.DevicePtr(c.llOff), 0, ll); err != nil {
-		return err
-	}
 	if c.host, err = driver.MemHostAllocMapped(recSize); err != nil {
 		return err
 	}
@@ -193,11 +215,15 @@ func (c *Comm) setupBuffers() error {
 	return err
 }
 
-// mapPeers exchanges IPC handles, capacities and thresholds through the
-// rendezvous and opens every peer's buffer.
+// mapPeers exchanges IPC handles, capacities and thresholds, process ids
+// and rank 0's first seq through the rendezvous and opens every peer's
+// buffer.
 func (c *Comm) mapPeers(ctx context.Context) error {
 	c.peers = make([]driver.DevicePtr, c.world)
 	c.peers[c.rank] = c.buf
+	c.pids = make([]int, c.world)
+	c.pids[c.rank] = os.Getpid()
+	c.seq0 = drawSeq0()
 	if c.world == 1 {
 		return nil
 	}
@@ -206,21 +232,30 @@ func (c *Comm) mapPeers(ctx context.Context) error {
 		return err
 	}
 	// handle, then the buffer's offset inside its allocation (0: it is
-	// one), then the settings every rank must share.
+	// one), this rank's first seq (rank 0's counts) and process id, then
+	// the settings every rank must share.
+	const head = 64 + 3*8
 	settings := fmt.Sprintf("capacity=%d %v", c.capacity, c.plan)
-	mine := append(append(h[:], make([]byte, 8)...), settings...)
+	mine := append(h[:], make([]byte, head-64)...)
+	binary.LittleEndian.PutUint64(mine[72:], c.seq0)
+	binary.LittleEndian.PutUint64(mine[80:], uint64(os.Getpid()))
+	mine = append(mine, settings...)
 	all, err := c.rdv.AllGather(ctx, "cuda/ipc", mine)
 	if err != nil {
 		return fmt.Errorf("exchange IPC handles: %w", err)
+	}
+	if len(all[0]) >= head {
+		c.seq0 = binary.LittleEndian.Uint64(all[0][72:])
 	}
 	for p, v := range all {
 		if p == c.rank {
 			continue
 		}
-		if len(v) < 72 || string(v[72:]) != settings {
+		if len(v) < head || string(v[head:]) != settings {
 			return base.Invalidf("rank %d has %q, rank %d has %q: every rank must open with the same options",
-				p, v[min(len(v), 72):], c.rank, settings)
+				p, v[min(len(v), head):], c.rank, settings)
 		}
+		c.pids[p] = int(binary.LittleEndian.Uint64(v[80:]))
 		var ph driver.IPCMemHandle
 		copy(ph[:], v)
 		ptr, err := driver.IPCOpenMemHandle(ph)
@@ -245,72 +280,6 @@ func (c *Comm) current() error {
 
 // Device returns the CUDA device ordinal of this rank.
 func (c *Comm) Device() int { return c.device }
-
-// Close ends the communicator. When it is healthy, Close is collective:
-// it waits for this rank's kernels to finish, then for every peer to get
-// that far, so that no kernel anywhere still reads this rank's buffer. It
-// then releases everything, whatever happened. On a failed communicator it
-// raises the abort word (so that any spinning kernel exits), waits for the
-// kernels and releases without waiting for peers. Close is idempotent.
-func (c *Comm) Close(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
-	var err error
-	if c.Err() == nil {
-		if err = driver.CtxSynchronize(); err != nil {
-			c.poison(fmt.Errorf("cuda: close: %w", err), true)
-		} else if err = c.Err(); err == nil && c.world > 1 {
-			if err = c.rdv.Barrier(ctx, "cuda/close"); err != nil {
-				err = fmt.Errorf("close: wait for peers: %w", err)
-			}
-		}
-	}
-	if err != nil || c.Err() != nil {
-		c.raiseAbort(c.Err())
-		driver.CtxSynchronize() // the kernels exit at the abort word
-	}
-	if c.stopMonitor != nil {
-		close(c.stopMonitor)
-		<-c.monitorDone
-	}
-	c.release()
-	return err
-}
-
-// release frees whatever Open set up, on the locked thread with the
-// context current (or none yet).
-func (c *Comm) release() {
-	for _, ptr := range c.opened {
-		driver.IPCCloseMemHandle(ptr)
-	}
-	c.opened, c.peers = nil, nil
-	if c.buf != 0 {
-		driver.MemFree(c.buf)
-		c.buf = 0
-	}
-	if c.host.Len() != 0 {
-		driver.MemFreeHost(c.host)
-		c.host = driver.HostMem{}
-	}
-	if c.mod != 0 {
-		c.mod.Unload()
-		c.mod = 0
-	}
-	if c.ctx != 0 {
-		c.dev.PrimaryCtxRelease()
-		c.ctx = 0
-	}
-	driver.Unload()
-}
 
 // hostWord is the host's atomic view of the word at off of the
 // host-mapped memory (the abort word, the record's valid word).
@@ -340,6 +309,11 @@ const defaultLLWindow = 8 * block
 const (
 	envLLMax    = "DETCOLL_CUDA_LL_MAX"
 	envLLWindow = "DETCOLL_CUDA_LL_WINDOW"
+	// envShareDevices=1 puts a rank whose device is past the visible ones
+	// on device mod their count: ranks then share GPUs, time-sliced, which
+	// checks correctness (detcoll verify -n 2 on one GPU) and measures
+	// nothing.
+	envShareDevices = "DETCOLL_CUDA_SHARE_DEVICES"
 )
 
 func (p *planner) fromEnv() error {

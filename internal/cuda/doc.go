@@ -18,6 +18,13 @@
 // stop spinning kernels, and the error record, which a failing kernel
 // fills.
 //
+// Sequence numbers start at a random seq0 that rank 0 draws at Open (seq.go),
+// so that a rebuilt communicator never takes a stale LL line of an earlier
+// one for its own. Close frees the buffer only when no peer can touch it:
+// on a healthy communicator after a barrier, the unmapping of every peer's
+// mappings and a second barrier; on a failed one after every live peer has
+// confirmed that its kernels stopped, or a bound (close.go).
+//
 // # Paths
 //
 // Which path a call takes depends only on its signature (operation, type,
@@ -34,7 +41,11 @@
 //
 // A call validates its arguments on the host, checks that no earlier
 // kernel failed, and queues one kernel (small messages) or a few (large
-// ones) on the caller's stream; it never waits for the GPU. Sequence
+// ones) on the caller's stream; it never waits for the GPU. Every launch
+// is at most half the blocks the GPU holds at once, so that two
+// communicators on streams the caller does not order always fit together.
+// Barrier runs on the stream of the last call and waits for it alone,
+// never for the whole device. Sequence
 // values live in device memory and are read when the kernels run, so calls
 // can be captured in CUDA graphs, and replays mix with eager calls. Every
 // call of a communicator must go to one stream, or to streams the caller

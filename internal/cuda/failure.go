@@ -64,6 +64,10 @@ func (c *Comm) refresh() {
 	if !ok {
 		return
 	}
+	rec.seq = c.callNumber(rec.seq)
+	for p := range rec.sigs {
+		rec.sigs[p].Seq = c.callNumber(rec.sigs[p].Seq)
+	}
 	err := rec.err(c.rank, c.timeout)
 	if errors.Is(err, base.ErrMismatch) {
 		if p := c.cause.Load(); p == nil || !errors.Is(*p, base.ErrMismatch) {

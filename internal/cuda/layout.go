@@ -20,10 +20,12 @@ const (
 	offCountStage   = 768 // launch counters of the last-block pattern
 	offCountReduced = 832
 	offCountDone    = 896
+	offTicket       = 960  // LL: the next window to take (u32), reset by the last block
 	offPeers        = 1024 // every rank's buffer as mapped by this rank
 	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
 	offSent1        = 2560 // sent1[p]: rank p pushed its parts of the input here (push path)
 	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path)
+	offStopped      = 3584 // stopped[p]: rank p's kernels have stopped; written by p's host in Close
 	ctrlSize        = 4096 // keeps the staging page aligned
 
 	// The LL area (after the staging): receive slots [2][world] of

@@ -22,8 +22,8 @@ func TestLayoutMatchesKernels(t *testing.T) {
 		"DC_MAX_WORLD": maxWorld, "DC_MAX_WORK": maxWork, "DC_BLOCK": block,
 		"DC_OFF_STAGE": offStage, "DC_OFF_DONE": offDone, "DC_OFF_REDUCED": offReduced,
 		"DC_OFF_STATUS": offStatus, "DC_OFF_SIG": offSig, "DC_SIG_WORDS": sigWords, "DC_OFF_CLAIM": offClaim,
-		"DC_OFF_COUNT_STAGE": offCountStage, "DC_OFF_COUNT_REDUCED": offCountReduced, "DC_OFF_COUNT_DONE": offCountDone,
-		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_OFF_SENT1": offSent1, "DC_OFF_SENT2": offSent2, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
+		"DC_OFF_COUNT_STAGE": offCountStage, "DC_OFF_COUNT_REDUCED": offCountReduced, "DC_OFF_COUNT_DONE": offCountDone, "DC_OFF_TICKET": offTicket,
+		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_OFF_SENT1": offSent1, "DC_OFF_SENT2": offSent2, "DC_OFF_STOPPED": offStopped, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
 		"DC_REC_ABORT": recAbort, "DC_REC_VALID": recValid, "DC_REC_CODE": recCode, "DC_REC_PHASE": recPhase,
 		"DC_REC_OP": recOp, "DC_REC_SEQ": recSeq, "DC_REC_MISSING": recMissing, "DC_REC_AUX": recAux, "DC_REC_SIGS": recSigs,
 		"DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
@@ -49,7 +49,8 @@ func TestLayoutMatchesKernels(t *testing.T) {
 	if got := offPeers + 8*maxWorld; got > offAck {
 		t.Errorf("the peer table ends at %d, past the ack array (%d)", got, offAck)
 	}
-	if offAck+8*maxWorld > offSent1 || offSent1+8*maxWorld > offSent2 || offSent2+8*maxWorld > ctrlSize {
+	if offAck+8*maxWorld > offSent1 || offSent1+8*maxWorld > offSent2 || offSent2+8*maxWorld > offStopped ||
+		offStopped+8*maxWorld > ctrlSize {
 		t.Errorf("the pushed arrays overlap or leave the control block")
 	}
 	// struct Args: 7 u64, 8 u32, then DC_MAX_WORK Works of 4 u64.

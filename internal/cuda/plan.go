@@ -58,7 +58,8 @@ type planner struct {
 	// input of an AllReduceStaged call lies.
 	staging uint64
 	// block is the threads per block; maxGrid caps the blocks of a launch
-	// (loops stride over the rest).
+	// (loops stride over the rest): half the blocks the GPU holds at once
+	// (comm.go, maxGrid).
 	block, maxGrid int
 }
 

@@ -19,7 +19,11 @@
 //   REDUCED   reduced = seq (this rank's shard is summed in place)
 //   DONE      done = seq (this rank has finished reading its peers)
 // Sequence values are read from device memory when the kernel runs, never
-// passed by the host, so captured graphs replay correctly.
+// passed by the host, so captured graphs replay correctly. A communicator's
+// first call has a random seq (2^32 <= s0 < 2^32 + 2^62, agreed at Open,
+// which sets every word to s0 - 1 and every LL line's flag to s0 - 2), so
+// that a late line of an earlier communicator's kernel in reused memory
+// cannot carry the flag of a call of this one; seq never wraps.
 //
 // A rank's done is also pushed into every peer's control block (its ack
 // array), so that RESERVE polls this rank's own memory, not a peer's over
@@ -42,8 +46,13 @@
 // A launch of several blocks publishes through its last block (an atomic
 // count, reset for the next launch). No block ever waits for another block
 // of its own launch: blocks wait only on words that earlier launches (here
-// or on peers) publish, so a grid of any size makes progress whatever else
-// occupies the GPU.
+// or on peers) publish, or, in an LL launch, on the lines of the peers'
+// same window, which the blocks take in the order they start (run_ll). So
+// a launch makes progress whatever order its blocks start in and however
+// few are resident. Waiting blocks do hold their multiprocessors, though:
+// the host caps every grid at half the blocks the GPU holds at once, so
+// that a launch of another communicator, on a stream not ordered with this
+// one, always finds room (cuda/comm.go, setupDevice).
 //
 // Every wait is bounded by the timeout (%globaltimer), the host's abort word
 // and the peers' status words. A failed wait or a signature mismatch is
@@ -73,12 +82,14 @@ typedef unsigned short u16;
 #define DC_OFF_COUNT_STAGE 768
 #define DC_OFF_COUNT_REDUCED 832
 #define DC_OFF_COUNT_DONE 896
+#define DC_OFF_TICKET 960  // LL: blocks take their windows in the order they start
 #define DC_OFF_PEERS 1024
 // Words peers push into this rank's control block, one per rank: the
 // waits on them poll local memory.
 #define DC_OFF_ACK 2048    // ack[p]: rank p's done
 #define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
 #define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
+#define DC_OFF_STOPPED 3584  // stopped[p]: rank p's kernels have stopped (written by its host in Close)
 #define DC_CTRL_SIZE 4096
 
 // The LL area of a rank's buffer, at Args.ll: receive[2 slots][kWorld
@@ -147,20 +158,23 @@ static_assert(DC_LL_MAX % 64 == 0, "LL images must be whole 64-byte lines: slots
 
 #define DC_SHARD_ALIGN 64
 
-// A waiting thread polls its word over NVLink about once a microsecond.
-// Every DC_CHECK_EVERY polls it also reads the peer's status word and the
-// timer, and every DC_ABORT_EVERY polls the host's abort word, which lives
-// in host memory: a read over PCIe. Those host reads must stay rare: with a
-// poller in each of 264 blocks reading it every 8 polls, the reads queued
-// behind each other at ~1 us each, and a wait that had already been
-// satisfied ended only when its thread's read came back, ~1 us per waiting
-// block later: the ~0.5 ms per call "stall" of back-to-back large calls,
-// which fed itself (a late rank makes its peer wait long enough to start
-// reading too). See docs/gpu-results.md.
+// A waiting thread polls its own word (local memory, or a peer's over
+// NVLink for the staging path's words). What else ends a wait (the peers'
+// status words, over NVLink; the host's abort word, in host memory: a read
+// over PCIe; the probes for a peer on the other protocol) is read by one
+// thread per block for the whole block, at most every DC_POLL_NS, and the
+// abort word at most every DC_ABORT_NS (poll_block): with a reader in each
+// waiting thread, those reads queued behind each other at ~1 us each, and a
+// wait that had already been satisfied ended only when its thread's read
+// came back, ~1 us per waiting reader later: the ~0.5 ms per call "stall"
+// of back-to-back large calls, which fed itself (a late rank makes its peer
+// wait long enough to start reading too). See docs/gpu-results.md. Every
+// DC_CHECK_EVERY polls a thread reads the timer and the block's verdict.
 #ifndef DC_CHECK_EVERY
 #define DC_CHECK_EVERY 8
 #endif
-#define DC_ABORT_EVERY 1024
+#define DC_POLL_NS 2000
+#define DC_ABORT_NS 1000000
 // Waits shorter than this read nothing but the awaited word: a poller that
 // is waiting for a peer's status read over NVLink (~1 us) notices its own
 // word late, and short waits are the common case.
@@ -348,6 +362,8 @@ struct BF16 {
   __device__ static __forceinline__ u32 add2(u32 a, u32 b) {
     return add(a & 0xffffu, b & 0xffffu) | (add(a >> 16, b >> 16) << 16);
   }
+  __device__ static __forceinline__ u32 canon(u32 u) { return (u & 0x7fffu) > 0x7f80u ? 0x7fffu : u; }
+  __device__ static __forceinline__ u32 canon2(u32 u) { return canon(u & 0xffffu) | (canon(u >> 16) << 16); }
 };
 
 // float16: add in float32 (exact enough: rounding twice is innocuous for
@@ -368,22 +384,26 @@ struct F16 {
   __device__ static __forceinline__ u32 add2(u32 a, u32 b) {
     return add(a & 0xffffu, b & 0xffffu) | (add(a >> 16, b >> 16) << 16);
   }
+  __device__ static __forceinline__ u32 canon(u32 u) { return (u & 0x7fffu) > 0x7c00u ? 0x7fffu : u; }
+  __device__ static __forceinline__ u32 canon2(u32 u) { return canon(u & 0xffffu) | (canon(u >> 16) << 16); }
 };
 
 struct F32 {
   typedef u32 T;
   static constexpr bool reduces = true;
   __device__ static __forceinline__ u32 add(u32 a, u32 b) {
-    u32 u = f32_bits(add_f32(as_f32(a), as_f32(b)));
-    return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : u;
+    return canon(f32_bits(add_f32(as_f32(a), as_f32(b))));
   }
+  __device__ static __forceinline__ u32 canon(u32 u) { return (u & 0x7fffffffu) > 0x7f800000u ? 0x7fffffffu : u; }
 };
 
 struct F64 {
   typedef u64 T;
   static constexpr bool reduces = true;
   __device__ static __forceinline__ u64 add(u64 a, u64 b) {
-    u64 u = add_f64_bits(a, b);
+    return canon(add_f64_bits(a, b));
+  }
+  __device__ static __forceinline__ u64 canon(u64 u) {
     return (u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull ? 0x7fffffffffffffffull : u;
   }
 };
@@ -407,6 +427,8 @@ struct Elem<BF16> {
   __device__ static u64 add8(u64 a, u64 b) {
     return BF16::add2((u32)a, (u32)b) | (u64)BF16::add2((u32)(a >> 32), (u32)(b >> 32)) << 32;
   }
+  __device__ static V4 canon4(V4 a) { return V4{BF16::canon2(a.x), BF16::canon2(a.y), BF16::canon2(a.z), BF16::canon2(a.w)}; }
+  __device__ static u64 canon8(u64 a) { return BF16::canon2((u32)a) | (u64)BF16::canon2((u32)(a >> 32)) << 32; }
 };
 template <>
 struct Elem<F16> {
@@ -418,6 +440,8 @@ struct Elem<F16> {
   __device__ static u64 add8(u64 a, u64 b) {
     return F16::add2((u32)a, (u32)b) | (u64)F16::add2((u32)(a >> 32), (u32)(b >> 32)) << 32;
   }
+  __device__ static V4 canon4(V4 a) { return V4{F16::canon2(a.x), F16::canon2(a.y), F16::canon2(a.z), F16::canon2(a.w)}; }
+  __device__ static u64 canon8(u64 a) { return F16::canon2((u32)a) | (u64)F16::canon2((u32)(a >> 32)) << 32; }
 };
 template <>
 struct Elem<F32> {
@@ -429,6 +453,8 @@ struct Elem<F32> {
   __device__ static u64 add8(u64 a, u64 b) {
     return F32::add((u32)a, (u32)b) | (u64)F32::add((u32)(a >> 32), (u32)(b >> 32)) << 32;
   }
+  __device__ static V4 canon4(V4 a) { return V4{F32::canon(a.x), F32::canon(a.y), F32::canon(a.z), F32::canon(a.w)}; }
+  __device__ static u64 canon8(u64 a) { return F32::canon((u32)a) | (u64)F32::canon((u32)(a >> 32)) << 32; }
 };
 template <>
 struct Elem<F64> {
@@ -440,6 +466,11 @@ struct Elem<F64> {
     return V4{(u32)lo, (u32)(lo >> 32), (u32)hi, (u32)(hi >> 32)};
   }
   __device__ static u64 add8(u64 a, u64 b) { return F64::add(a, b); }
+  __device__ static V4 canon4(V4 a) {
+    const u64 lo = F64::canon((u64)a.x | ((u64)a.y << 32)), hi = F64::canon((u64)a.z | ((u64)a.w << 32));
+    return V4{(u32)lo, (u32)(lo >> 32), (u32)hi, (u32)(hi >> 32)};
+  }
+  __device__ static u64 canon8(u64 a) { return F64::canon(a); }
 };
 
 // ---- per-launch state in shared memory -----------------------------------
@@ -458,6 +489,16 @@ __shared__ u64 s_mirror[kWorld];  // push path: where reduce_range also stores, 
 __shared__ u64 s_sig[kWorld * DC_SIG_WORDS];
 __shared__ unsigned char s_sig_ok[kWorld * DC_SIG_WORDS];
 __shared__ int s_last;
+__shared__ u32 s_win;  // LL: the window this block handles (its ticket)
+// The block's poller (poll_block) and what it found, for every waiter of
+// the block: per peer a code to record and its aux word, the abort word,
+// and whether this rank's own status is set.
+__shared__ u32 s_poll_lock;
+__shared__ volatile u64 s_polled, s_abort_polled;  // %globaltimer of the last poll, abort read
+__shared__ volatile u32 s_pcode[kWorld];
+__shared__ volatile u64 s_paux[kWorld];
+__shared__ volatile u64 s_pabort;
+__shared__ volatile int s_pown;
 
 // ---- the tree T --------------------------------------------------------
 
@@ -501,6 +542,29 @@ struct TreeR<E, LO, 1> {
   __device__ static __forceinline__ u64 eval(const u64* v) { return v[LO]; }
 };
 
+// T over every rank, as Tree::one, Tree::vec and TreeR::eval. At W=1 the
+// tree is a single leaf and adds nothing, so a NaN input would come out
+// with its payload: every NaN result must be the canonical one (contract
+// section 3), as an add makes it at W > 1.
+template <class E>
+__device__ __forceinline__ auto tree_one(u64 off) {
+  auto v = Tree<E, 0, kWorld>::one(off);
+  if constexpr (kWorld == 1) v = E::canon(v);
+  return v;
+}
+template <class E>
+__device__ __forceinline__ V4 tree_vec(u64 off) {
+  V4 v = Tree<E, 0, kWorld>::vec(off);
+  if constexpr (kWorld == 1) v = Elem<E>::canon4(v);
+  return v;
+}
+template <class E>
+__device__ __forceinline__ u64 tree_regs(const u64* v) {
+  u64 r = TreeR<E, 0, kWorld>::eval(v);
+  if constexpr (kWorld == 1) r = Elem<E>::canon8(r);
+  return r;
+}
+
 __device__ __forceinline__ u64 gtid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ u64 gstride() { return (u64)gridDim.x * blockDim.x; }
 
@@ -523,7 +587,7 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
     nv = (n - head) / V;
   }
   auto one = [&](u64 i) {
-    const auto v = Tree<E, 0, kWorld>::one(off + i * S);
+    const auto v = tree_one<E>(off + i * S);
     Elem<E>::store(dst + i * S, v);
     if constexpr (MIRROR)
       for (int p = 0; p < kWorld; p++)
@@ -537,7 +601,7 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
   for (; i + (U - 1) * st < nv; i += U * st) {
     V4 v[U];
 #pragma unroll
-    for (int j = 0; j < U; j++) v[j] = Tree<E, 0, kWorld>::vec(vo + 16 * (i + j * st));
+    for (int j = 0; j < U; j++) v[j] = tree_vec<E>(vo + 16 * (i + j * st));
 #pragma unroll
     for (int j = 0; j < U; j++) {
       st_v4(vd + 16 * (i + j * st), v[j]);
@@ -547,7 +611,7 @@ __device__ void reduce_range(u64 dst, u64 off, u64 n, u64 g, u64 st) {
     }
   }
   for (; i < nv; i += st) {
-    const V4 v = Tree<E, 0, kWorld>::vec(vo + 16 * i);
+    const V4 v = tree_vec<E>(vo + 16 * i);
     st_v4(vd + 16 * i, v);
     if constexpr (MIRROR)
       for (int p = 0; p < kWorld; p++)
@@ -758,10 +822,62 @@ __device__ void fail_block(const Args& a, u64 word, u64 target, u32 phase) {
   if (code != 0) record(a, code, phase, aux, missing);
 }
 
+// poll_claim makes the calling thread the block's poller if no other
+// thread is; poll_release ends that.
+__device__ __forceinline__ bool poll_claim() {
+  u32 old;
+  asm volatile("atom.cas.b32 %0, [%1], %2, %3;" : "=r"(old) : "l"(&s_poll_lock), "r"(0u), "r"(1u) : "memory");
+  return old == 0;
+}
+__device__ __forceinline__ void poll_release() {
+  asm volatile("membar.cta;" ::: "memory");
+  asm volatile("st.volatile.u32 [%0], %1;" ::"l"(&s_poll_lock), "r"(0u) : "memory");
+}
+
+// poll_block reads, for every waiter of the block, what else ends a wait:
+// every peer's status word, this rank's, the host's abort word (at most
+// every DC_ABORT_NS), and with a probe, whether a peer runs the other
+// protocol for call seq (every waiter of a block waits with the same probe
+// at a time: the waits are separated by bar.sync). It leaves its findings
+// in shared memory (s_pcode and s_paux by peer, s_pabort, s_pown). Called
+// by the poller only.
+__device__ void poll_block(const Args& a, u32 probe, u64 seq, u64 now) {
+  s_polled = now;
+  const bool abort_due = (long long)(now - s_abort_polled) >= DC_ABORT_NS;
+  // The loads in flight together (NVLink, local, PCIe), then checked.
+  u64 vs[kWorld];
+#pragma unroll
+  for (int p = 0; p < kWorld; p++) vs[p] = p == (int)a.rank ? 0 : ld_vol(s_ctrl[p] + DC_OFF_STATUS);
+  const u64 own = ld_vol(a.self + DC_OFF_STATUS), va = abort_due ? ld_vol(a.host + DC_REC_ABORT) : 0;
+  if (abort_due) s_abort_polled = now;
+  if (va != 0) s_pabort = va;
+  if (own != 0) s_pown = 1;
+  for (int p = 0; p < kWorld; p++) {
+    if (p == (int)a.rank || s_pcode[p] != 0) continue;
+    u32 code = 0;
+    if (vs[p] != 0)
+      code = DC_CODE_PEER;
+    else if (s_pabort != 0 || s_pown)
+      continue;
+    else if (probe == DC_PROBE_HEADER && ll_header_seen(a, p, seq))
+      code = DC_CODE_MISMATCH;
+    else if (probe == DC_PROBE_STAGE && ld_acquire(s_ctrl[p] + DC_OFF_STAGE) >= seq && !ll_header_seen(a, p, seq))
+      code = DC_CODE_MISMATCH;
+    else if (probe == DC_PROBE_ANY && other_call(a, p, seq))
+      code = DC_CODE_MISMATCH;
+    if (code == 0) continue;
+    s_paux[p] = vs[p];
+    asm volatile("membar.cta;" ::: "memory");
+    s_pcode[p] = code;
+  }
+}
+
 // Waiter bounds one thread's wait on peer p: every wait ends at the
 // timeout, at the peer's failure (its status word), at the host's abort
 // word, when this rank failed elsewhere, or, with a probe, when the peer
 // is found to run another protocol for call seq. Call check once per poll.
+// Only the timeout is the thread's own; the rest is the block's poller's
+// verdict (poll_block).
 struct Waiter {
   u64 t0, seq;
   u32 i, probe;
@@ -775,24 +891,23 @@ struct Waiter {
     nap();
     if ((++i & (DC_CHECK_EVERY - 1)) != 0) return 0;
     if (s_fail) return DC_STOP;
-    const u64 waited = now_ns() - t0;
+    const u64 now = now_ns(), waited = now - t0;
     if (waited < DC_QUIET_NS) return 0;
-    // The loads in flight together (NVLink, local, PCIe), then checked.
-    const u64 vs = ld_vol(s_ctrl[peer] + DC_OFF_STATUS), own = ld_vol(a.self + DC_OFF_STATUS),
-              va = (i & (DC_ABORT_EVERY - 1)) == 0 ? ld_vol(a.host + DC_REC_ABORT) : 0;
-    if (vs != 0) {
-      *aux = vs;
-      return DC_CODE_PEER;
+    if ((long long)(now - s_polled) >= DC_POLL_NS && poll_claim()) {
+      if ((long long)(now - s_polled) >= DC_POLL_NS) poll_block(a, probe, seq, now);
+      poll_release();
     }
-    if (va != 0) {
-      *aux = va;
+    const u32 code = s_pcode[peer];
+    if (code != 0) {
+      asm volatile("membar.cta;" ::: "memory");
+      *aux = s_paux[peer];
+      return code;
+    }
+    if (s_pabort != 0) {
+      *aux = s_pabort;
       return DC_CODE_ABORT;
     }
-    if (own != 0) return DC_STOP;
-    if (probe == DC_PROBE_HEADER && ll_header_seen(a, peer, seq)) return DC_CODE_MISMATCH;
-    if (probe == DC_PROBE_STAGE && ld_acquire(s_ctrl[peer] + DC_OFF_STAGE) >= seq && !ll_header_seen(a, peer, seq))
-      return DC_CODE_MISMATCH;
-    if (probe == DC_PROBE_ANY && other_call(a, peer, seq)) return DC_CODE_MISMATCH;
+    if (s_pown) return DC_STOP;
     return waited > a.timeout ? DC_CODE_TIMEOUT : 0;
   }
 };
@@ -1097,7 +1212,8 @@ __device__ bool ll_wait(const Args& a, u64 p, u64 seq, int peer, u64* v, u32 pro
 // of seq are 0 or 1, it bounds the age of every flag in a slot to 2^31
 // calls, so that a stale line can never carry the flag of the call reading
 // it (flags are seq mod 2^32); it costs one slot's worth of writes every
-// 2^31 calls.
+// 2^31 calls. Open fills every line with the flag of s0 - 2, as a refresh
+// of both slots would, whatever the first seq s0.
 __device__ __forceinline__ bool ll_refresh_due(u64 seq) { return (seq & 0x7fffffffull) < 2; }
 
 __device__ void ll_refresh(const Args& a, u64 seq, bool ll) {
@@ -1158,7 +1274,7 @@ __device__ __forceinline__ u64 ld_image8(const Work& w, u64 x) {
 // overlap the launch's first reads of its words. Every line an LL launch
 // reads of its inputs is read by the thread that writes it (in place).
 __device__ void prefetch_lines(const Args& a) {
-  const u64 lo = (u64)blockIdx.x * a.window;
+  const u64 lo = (u64)s_win * a.window;
   for (u32 k = 0; k < a.nwork; k++) {
     const Work& w = a.work[k];
     const u64 x = (w.off > lo ? w.off : lo) + 8 * threadIdx.x;
@@ -1187,22 +1303,28 @@ __device__ __forceinline__ bool direct(const Args& a, const Work& w, u64 b) {
   return a.mode != DC_MODE_GATHER || (w.bytes & 7) == 0;
 }
 
-// run_ll runs a whole call by the LL protocol. Block b handles the image
-// bytes [b*window, (b+1)*window), each thread one 8-byte line of each
-// buffer (or every nt-th): it sends the line, waits for the peers' lines,
-// and stores the outputs they make; no block waits for another. Lines
+// run_ll runs a whole call by the LL protocol. The block with ticket b
+// (s_win: the b-th block of the launch to start) handles the image bytes
+// [b*window, (b+1)*window), each thread one 8-byte line of each buffer (or
+// every nt-th): it sends the line, waits for the peers' lines, and stores
+// the outputs they make; no block waits for another. Window b waits only
+// for the peers' window b, which the b-th of their blocks to start sends
+// (and window 0 sends the signature header), so the blocks that run make
+// progress in whatever order the GPU starts them and however few of them
+// are resident at once. Lines
 // that only partly hold outputs (an unaligned output, a reduce-scatter
 // share that starts inside a line, a buffer's last bytes) are unpacked
 // into the scratch images and computed from there, by compute_window.
 template <class E>
 __device__ void run_ll(const Args& a, u64 seq) {
   const u32 t = threadIdx.x, nt = blockDim.x, flag = (u32)seq;
-  const u64 lo = (u64)blockIdx.x * a.window, hi = lo + a.window;
+  const u64 lo = (u64)s_win * a.window, hi = lo + a.window;
 
-  // Push this rank's lines, and (block 0) its signature, to every peer.
+  // Push this rank's lines, and (window 0, the first block to start) its
+  // signature, to every peer.
   u64 mine[DC_SIG_WORDS];
   own_signature(a, seq, mine);
-  if (blockIdx.x == 0)
+  if (s_win == 0)
     for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt)
       if (i / DC_SIG_WORDS != a.rank)
         st_line(ll_slot(a, s_ctrl[i / DC_SIG_WORDS], seq, a.rank) + 16 * (i % DC_SIG_WORDS), mine[i % DC_SIG_WORDS],
@@ -1284,7 +1406,7 @@ __device__ void run_ll(const Args& a, u64 seq) {
           for (int p = 0; p < kWorld; p++)
             if (p == (int)a.root) st_u64(w.out + (x - ob), v[p]);
         } else if constexpr (E::reduces) {
-          st_u64(w.out + (x - ob), TreeR<E, 0, kWorld>::eval(v));
+          st_u64(w.out + (x - ob), tree_regs<E>(v));
         }
       } else {
 #pragma unroll
@@ -1339,6 +1461,26 @@ __device__ void run(const Args& a) {
     if (a.mode == DC_MODE_RPUSH || a.mode == DC_MODE_RPUSH_RS) push_setup(a, p);
   }
   for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) s_sig_ok[i] = 0;
+  for (u32 p = t; p < kWorld; p += nt) {
+    s_pcode[p] = 0;
+    s_paux[p] = 0;
+  }
+  if (t == 0) {
+    s_poll_lock = 0;
+    s_polled = 0;
+    s_abort_polled = 0;
+    s_pabort = 0;
+    s_pown = 0;
+    // An LL block's window is its place in the order the launch's blocks
+    // start, not its index (run_ll); the last to take one resets the
+    // count for the next launch of the stream. Taken before anything can
+    // end the block, so that every block takes one.
+    s_win = 0;
+    if (ll && gridDim.x > 1) {
+      s_win = atom_add(a.self + DC_OFF_TICKET, 1);
+      if (s_win == gridDim.x - 1) atom_zero(a.self + DC_OFF_TICKET);
+    }
+  }
   if (t == nt - 1) {
     // Both words were last written by this rank's earlier launches, which
     // the stream ordered before this one: plain loads, issued together.
@@ -1346,8 +1488,8 @@ __device__ void run(const Args& a) {
     s_fail = status != 0;  // poisoned: do nothing
     s_seq = done + 1;
   }
-  if (ll) prefetch_lines(a);
   sync_block();
+  if (ll) prefetch_lines(a);
   if (s_fail) return;
   const u64 seq = s_seq;
   if (ll) {
