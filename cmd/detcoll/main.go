@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"bench":  {runBench, "time detcoll's collectives against Open MPI (cpu) or NCCL (cuda) and write a JSON report"},
 	"plot":   {runPlot, "draw latency against size from bench reports, before and after (PNG and SVG)"},
 	"run":    {runRun, "launch N local ranks of a program, like torchrun --standalone"},
+	"soak":   {runSoak, "run random collectives for a long time, check every result, optionally kill a rank"},
 	"verify": {runVerify, "check on this machine that every collective is bit-for-bit deterministic"},
 }
 

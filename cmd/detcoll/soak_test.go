@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/detcoll/detcoll/internal/soak"
+)
+
+// soakTest runs detcoll soak with args (its ranks are this test binary,
+// as the command) in a shared-memory directory of the test's own, and
+// returns the exit status, stdout, stderr and the JSON summary.
+func soakTest(t *testing.T, args ...string) (int, string, string, *soak.Summary) {
+	t.Helper()
+	t.Setenv(testMainVar, "1")
+	shm, err := os.MkdirTemp("/dev/shm", "detcoll-soaktest-")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	t.Setenv("DETCOLL_SHM_DIR", shm)
+	out := filepath.Join(t.TempDir(), "soak.json")
+	var stdout, stderr bytes.Buffer
+	err = run(t.Context(), append([]string{"soak", "--output", out}, args...), &stdout, &stderr)
+	code := exitCode(err)
+	var sum *soak.Summary
+	if data, rerr := os.ReadFile(out); rerr == nil {
+		sum = new(soak.Summary)
+		if err := json.Unmarshal(data, sum); err != nil {
+			t.Fatalf("the summary does not decode: %v\n%s", err, data)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(shm, "*")); len(left) > 0 {
+		t.Errorf("left in the test's shared-memory directory: %v", left)
+	}
+	return code, stdout.String(), stderr.String(), sum
+}
+
+// TestSoak runs short soaks at W=2 and 3: every call checked, none wrong,
+// every operation made, exit status 0 and a summary that says so.
+func TestSoak(t *testing.T) {
+	for _, n := range []string{"2", "3"} {
+		t.Run("W="+n, func(t *testing.T) {
+			code, stdout, stderr, sum := soakTest(t, "-n", n, "--calls", "300", "--max-bytes", "1MiB", "--seed", "11")
+			if code != 0 || sum == nil || !sum.Pass {
+				t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, "PASS") || !strings.Contains(stdout, "300 calls") {
+				t.Errorf("stdout %q; want the totals and PASS", stdout)
+			}
+			if sum.Kind != soak.Kind || sum.SchemaVersion != soak.SchemaVersion || sum.Total.Calls != 300 ||
+				sum.Total.Failures != 0 || len(sum.Ranks) != sum.Config.WorldSize || sum.Meta.GoVersion == "" {
+				t.Errorf("summary: %+v", sum)
+			}
+			for _, r := range sum.Ranks {
+				if r.Calls != 300 || r.Checks < 300 || r.Error != "" || len(r.CallsByOp) != 9 {
+					t.Errorf("rank %d: %d calls, %d checks, error %q, %d operations; want 300 calls, all 9 operations",
+						r.Rank, r.Calls, r.Checks, r.Error, len(r.CallsByOp))
+				}
+			}
+		})
+	}
+}
+
+// TestSoakCorrupt proves the command can fail: a bit flipped in one
+// output is a wrong result, named in the summary, and exit status 1.
+func TestSoakCorrupt(t *testing.T) {
+	code, stdout, stderr, sum := soakTest(t, "-n", "2", "--calls", "100", "--max-bytes", "256KiB", "--corrupt-call", "42")
+	if code != 1 || sum == nil || sum.Pass || sum.Total.Failures != 1 || len(sum.Total.Details) != 1 || sum.Total.Details[0].Call != 42 {
+		t.Fatalf("exit %d, summary %+v; want exit 1 and call 42 failed\nstdout:\n%s\nstderr:\n%s", code, sum, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "FAIL") || !strings.Contains(stdout, "call 42") {
+		t.Errorf("stdout %q; want FAIL naming call 42", stdout)
+	}
+}
+
+// TestSoakKill kills rank 2 of 3 amid the calls: both survivors must
+// report detcoll.ErrPeerLost naming it within the bound, close, and leave
+// nothing; the exit status is then 0.
+func TestSoakKill(t *testing.T) {
+	code, stdout, stderr, sum := soakTest(t, "-n", "3", "--duration", "20s", "--max-bytes", "1MiB",
+		"--kill-during", "call", "--kill-rank-after", "300ms", "--kill-bound", "1s")
+	if code != 0 || sum == nil || !sum.Pass || sum.Kill == nil || !sum.Kill.OK {
+		t.Fatalf("exit %d, summary %+v; want exit 0 and the kill handled\nstdout:\n%s\nstderr:\n%s", code, sum, stdout, stderr)
+	}
+	if k := sum.Kill; k.Rank != 2 || k.Phase != soak.PhaseCall || len(k.TimesToErrorMS) != 2 || k.SlowestMS < 0 || k.SlowestMS > 1000 {
+		t.Errorf("kill report %+v; want rank 2 killed in a call, two survivors within 1000 ms", k)
+	}
+	for _, r := range sum.Ranks[:2] {
+		s := r.Survivor
+		if s == nil || !s.OK || !s.PeerLost || s.NamedRank != 2 || s.Phase != soak.PhaseCall {
+			t.Errorf("rank %d: survivor %+v; want ErrPeerLost naming rank 2 in a call", r.Rank, s)
+		}
+	}
+	if len(sum.Leaked) != 0 {
+		t.Errorf("leaked: %v", sum.Leaked)
+	}
+	if !strings.Contains(stdout, "slowest survivor") {
+		t.Errorf("stdout %q; want the kill's line", stdout)
+	}
+}
+
+func TestSoakRefuses(t *testing.T) {
+	for _, args := range [][]string{
+		{"-n", "0"},
+		{"--backend", "tpu"},
+		{"--max-bytes", "3"},
+		{"--max-bytes", "lots"},
+		{"--delay-prob", "2"},
+		{"--kill-during", "lunch"},
+		{"-n", "1", "--kill-during", "call"},
+		{"-n", "2", "--kill-rank", "5", "--kill-during", "call"},
+		{"--kill-bound", "0s", "--kill-during", "call"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(t.Context(), append([]string{"soak"}, args...), &stdout, &stderr)
+		if code := exitCode(err); code != 2 {
+			t.Errorf("soak %q: exit %d (%v); want 2", args, code, err)
+		}
+	}
+}
+
+// TestSoakCUDAUnavailable: without a GPU the cuda soak fails (exit 1)
+// with the backend's error in the summary, and does not hang.
+func TestSoakCUDAUnavailable(t *testing.T) {
+	if os.Getenv("DETCOLL_REQUIRE_GPU") != "" {
+		t.Skip("a GPU is required here: the cuda soak would run")
+	}
+	code, stdout, stderr, sum := soakTest(t, "-n", "1", "--backend", "cuda", "--calls", "10")
+	if sum != nil && sum.Pass {
+		t.Skip("a GPU is here: the cuda soak passed")
+	}
+	if code != 1 || sum == nil || len(sum.Problems) == 0 {
+		t.Fatalf("exit %d, summary %+v; want exit 1 and a problem\nstdout:\n%s\nstderr:\n%s", code, sum, stdout, stderr)
+	}
+}
