@@ -39,8 +39,10 @@ type Summary struct {
 	Ranks []RankResult `json:"ranks"`
 	Kill  *KillReport  `json:"kill,omitempty"`
 	// Leaked lists files of the job left in the shared-memory directory
-	// once every rank had ended.
-	Leaked []string `json:"leaked"`
+	// once every rank had ended; LeakChecked says whether it was looked
+	// at (only when the soak started its ranks itself).
+	Leaked      []string `json:"leaked"`
+	LeakChecked bool     `json:"leak_checked"`
 }
 
 // Settings is the run's configuration as the report shows it.
@@ -107,7 +109,7 @@ type Setup struct {
 	Options detcoll.Options
 	World   int
 	Start   time.Time
-	Leaked  []string
+	Leaked  []string       // nil: not checked
 	Exits   map[int]string // how ranks without a result ended, if known
 }
 
@@ -128,6 +130,7 @@ func Build(s Setup, ranks []*RankResult, kill *KillRecord) *Summary {
 		Duration: cfg.Duration.String(), MaxBytes: cfg.MaxBytes, MaxDelay: cfg.MaxDelay.String(), DelayProb: cfg.DelayProb,
 		Batch: cfg.batch(s.Options.Backend == "cuda"), CorruptCall: cfg.CorruptCall, Timeout: s.Options.Timeout.String(), Capacity: s.Options.Capacity,
 		KillRank: -1}
+	sum.LeakChecked = sum.Leaked != nil
 	if sum.Leaked == nil {
 		sum.Leaked = []string{}
 	}
@@ -269,6 +272,9 @@ func Gather(ctx context.Context, c *detcoll.Comm, res *RankResult) ([]*RankResul
 // Leaks lists what is left in dir, a job's own shared-memory directory.
 func Leaks(dir string) []string {
 	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if left == nil {
+		left = []string{}
+	}
 	return left
 }
 
