@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/detcoll/detcoll"
@@ -211,20 +212,36 @@ const closeGrace = 10 * time.Second
 func soakRank(ctx context.Context, job launch.Job, cfg soak.Config, opts detcoll.Options, output string,
 	stdout, stderr io.Writer) error {
 	start := time.Now()
-	c, err := detcoll.Open(ctx, opts)
+	// A cuda communicator makes device calls only: the results are
+	// gathered over a cpu one of the same ranks (as verify does).
+	var coord, c *detcoll.Comm
+	var err error
+	if opts.Backend == "cuda" {
+		runtime.LockOSThread() // the soak keeps the GPU's context current on this thread
+		defer runtime.UnlockOSThread()
+		coord, c, err = openWithCoordinator(ctx, job, 64<<10, opts)
+	} else {
+		c, err = detcoll.Open(ctx, opts)
+		coord = c
+	}
 	if err != nil {
 		return err
 	}
+	defer coord.Close(ctx)
 	defer c.Close(ctx)
 	res, err := soak.Run(ctx, c, cfg, stderr)
 	if err != nil {
+		coord.Abort(err)
 		return err
 	}
-	all, err := soak.Gather(ctx, c, res)
+	all, err := soak.Gather(ctx, coord, res)
 	if err != nil {
 		return err
 	}
 	if err := c.Close(ctx); err != nil {
+		return err
+	}
+	if err := coord.Close(ctx); err != nil {
 		return err
 	}
 	if job.Rank != 0 {
