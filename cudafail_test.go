@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -301,9 +302,10 @@ func roleDeviceSkip() error {
 	if rank == w-1 {
 		time.Sleep(3 * time.Second)
 		// By now the others have timed out waiting for this rank and
-		// said so.
-		var re *detcoll.RankError
-		if err := c.Barrier(); !errors.Is(err, detcoll.ErrTimeout) || !errors.As(err, &re) || re.Rank != rank {
+		// said so: the same *TimeoutError on every rank, naming this one
+		// missing.
+		var te *detcoll.TimeoutError
+		if err := c.Barrier(); !errors.Is(err, detcoll.ErrTimeout) || !errors.As(err, &te) || !slices.Contains(te.Missing, rank) {
 			return fmt.Errorf("skipper's next call: got %v, want a timeout naming this rank", err)
 		}
 		return nil

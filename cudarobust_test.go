@@ -405,7 +405,7 @@ func TestDeviceTwoCommsGPU(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	res := ranktest.Run(t, 2, "device-two-comms", 3*time.Minute, gpus, "TEST_PORT2="+strconv.Itoa(port),
-		"TEST_CAPACITY=33554432", "TEST_TIMEOUT_MS=5000")
+		"TEST_CAPACITY=33554432", "TEST_TIMEOUT_MS=20000")
 	ranktest.RequireOK(t, res)
 	t.Logf("said: %s | %s", strings.TrimSpace(res[0].Output), strings.TrimSpace(res[1].Output))
 }

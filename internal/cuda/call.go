@@ -110,7 +110,15 @@ func (c *Comm) Synchronize(s uintptr) error {
 		runtime.UnlockOSThread()
 		return err
 	}
+	// Relaxed for this wait: another thread's capture in global mode
+	// would refuse it (and be broken by it), though a wait for a stream
+	// that is not capturing cannot disturb a capture. A wait for a
+	// capturing stream still fails.
+	prev, merr := driver.ExchangeCaptureMode(driver.CaptureModeRelaxed)
 	err := driver.Stream(s).Synchronize()
+	if merr == nil {
+		driver.ExchangeCaptureMode(prev)
+	}
 	runtime.UnlockOSThread()
 	var r driver.Result
 	if err != nil && errors.As(err, &r) && (r == driver.ResultInvalidHandle || r == driver.ResultInvalidValue) {
@@ -131,7 +139,8 @@ func (c *Comm) Synchronize(s uintptr) error {
 // communicator's calls go to one stream, or to streams the caller orders,
 // so the last call's stream is behind all of them. Waiting for the whole
 // device instead (cuCtxSynchronize) would fail while another thread
-// captures a graph in global mode, and break that capture.
+// captures a graph in global mode, and break that capture; the wait for
+// the stream relaxes the thread's capture mode for the wait (Synchronize).
 func (c *Comm) Do(req *base.Request) error {
 	if req.Op != base.OpBarrier {
 		return base.Invalidf("%v on host memory: a cuda communicator takes device memory (use the Device calls)", req.Op)

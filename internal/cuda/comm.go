@@ -64,6 +64,9 @@ type Comm struct {
 	// written by a call, Err, Abort or the monitor.
 	cause atomic.Pointer[error]
 	told  atomic.Bool // the peers were told of a failure found here
+	// recorded: refresh has taken the error record (written once, by the
+	// first failing kernel) into cause.
+	recorded atomic.Bool
 
 	stopMonitor chan struct{} // closed by Close to end the monitor goroutine
 	monitorDone chan struct{} // closed when the monitor goroutine has exited

@@ -55,9 +55,10 @@ func (c *Comm) Abort(cause error) {
 
 // refresh reads the error record and, when a kernel has failed, makes that
 // the cause (a mismatch replaces an earlier cause: the signatures say
-// more than a peer's report of them) and tells the peers, once.
+// more than a peer's report of them) and tells the peers, once. The record
+// is written once; refresh takes it once.
 func (c *Comm) refresh() {
-	if c.host.Len() == 0 || c.hostWord(recValid).Load() == 0 {
+	if c.recorded.Load() || c.host.Len() == 0 || c.hostWord(recValid).Load() == 0 {
 		return
 	}
 	rec, ok := decodeRecord(c.host.Bytes(), c.world)
@@ -69,6 +70,9 @@ func (c *Comm) refresh() {
 		rec.sigs[p].Seq = c.callNumber(rec.sigs[p].Seq)
 	}
 	err := rec.err(c.rank, c.timeout)
+	if rec.code == codePeer || rec.code == codeAbort {
+		err = c.peerReport(rec, err)
+	}
 	if errors.Is(err, base.ErrMismatch) {
 		if p := c.cause.Load(); p == nil || !errors.Is(*p, base.ErrMismatch) {
 			c.cause.Store(&err)
@@ -76,13 +80,42 @@ func (c *Comm) refresh() {
 	} else {
 		c.cause.CompareAndSwap(nil, &err)
 	}
-	var re *base.RankError
-	if !errors.As(err, &re) && !c.told.Swap(true) {
+	c.recorded.Store(true)
+	// Tell the peers what this rank's kernel found itself; a peer's
+	// failure or an abort was told by whoever found it.
+	if (rec.code == codeTimeout || rec.code == codeMismatch) && !c.told.Swap(true) {
 		c.log.Error("communicator failed", "err", err)
 		if c.rdv != nil {
 			c.rdv.Fail(base.FailureOf(err, c.rank).Encode())
 		}
 	}
+}
+
+// peerReportWait bounds how long refresh waits for the rendezvous to
+// bring a peer's timeout or mismatch whole.
+const peerReportWait = time.Second
+
+// peerReport returns the error of a peer's failure that a kernel saw in
+// the peer's status word (err, rebuilt from its kind and culprit alone).
+// A peer's timeout or mismatch comes whole (operation, missing ranks,
+// signatures) through the rendezvous, which the peer tells right after
+// its kernel records it: refresh waits for that, at most peerReportWait,
+// so that every rank reports the same error.
+func (c *Comm) peerReport(rec record, err error) error {
+	k := failureOfStatus(rec.aux, "").Kind
+	if c.rdv == nil || (k != base.FailureTimeout && k != base.FailureMismatch) {
+		return err
+	}
+	t := time.NewTimer(peerReportWait)
+	defer t.Stop()
+	select {
+	case <-c.rdv.Done():
+		if rerr := c.rdv.Err(); rerr != nil {
+			return rerr
+		}
+	case <-t.C:
+	}
+	return err
 }
 
 // poison records the first failure, tells the peers when this rank is the

@@ -59,13 +59,16 @@ func TestDecodeRecord(t *testing.T) {
 			var re *base.RankError
 			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrPeerLost)
 		}},
+		// A peer's timeout or mismatch is the same error type on every rank
+		// (base.Failure.Err); the status word carries only its kind and
+		// culprit, the rendezvous the rest (refresh).
 		{"peer's peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(base.Failure{Kind: base.FailureMismatch, Culprit: 0}), sigs), func(err error) bool {
-			var re *base.RankError
-			return errors.As(err, &re) && re.Rank == 0 && errors.Is(err, base.ErrMismatch)
+			var me *base.MismatchError
+			return errors.As(err, &me) && errors.Is(err, base.ErrMismatch)
 		}},
 		{"abort by a peer", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureTimeout, Culprit: 1}), sigs), func(err error) bool {
-			var re *base.RankError
-			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrTimeout)
+			var te *base.TimeoutError
+			return errors.As(err, &te) && errors.Is(err, base.ErrTimeout)
 		}},
 		{"own abort", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureLost, Culprit: 0}), sigs), func(err error) bool {
 			return errors.Is(err, base.ErrAborted)

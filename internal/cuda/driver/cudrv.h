@@ -99,6 +99,7 @@ typedef uintptr_t nvrtcProgram;
     (f, gx, gy, gz, bx, by, bz, shmem, s, params, extra)) \
   X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream s, int mode), (s, mode)) \
   X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream s, CUgraph* g), (s, g)) \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", (int* mode), (mode)) \
   X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", \
     (CUgraphExec* x, CUgraph g, unsigned long long flags), (x, g, flags)) \
   X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec x, CUstream s), (x, s)) \

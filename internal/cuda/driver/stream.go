@@ -74,3 +74,15 @@ func (s Stream) EndCapture() (Graph, error) {
 	}
 	return Graph(g), nil
 }
+
+// ExchangeCaptureMode sets the calling thread's stream capture interaction
+// mode (which of its calls another thread's capture forbids) to mode and
+// returns the mode it had (cuThreadExchangeStreamCaptureMode). The mode is
+// per OS thread: the caller holds its thread locked and restores it.
+func ExchangeCaptureMode(mode CaptureMode) (CaptureMode, error) {
+	m := C.int(mode)
+	if r := C.dc_cuThreadExchangeStreamCaptureMode(&m); r != 0 {
+		return mode, cuErr(r, "cuThreadExchangeStreamCaptureMode", int(mode))
+	}
+	return CaptureMode(m), nil
+}

@@ -171,6 +171,11 @@ func (s Stream) BeginCapture(mode CaptureMode) error { return stub("Stream.Begin
 // EndCapture always fails in this build.
 func (s Stream) EndCapture() (Graph, error) { return 0, stub("Stream.EndCapture") }
 
+// ExchangeCaptureMode always fails in this build.
+func ExchangeCaptureMode(mode CaptureMode) (CaptureMode, error) {
+	return mode, stub("ExchangeCaptureMode")
+}
+
 // EventCreate always fails in this build.
 func EventCreate(flags EventFlags) (Event, error) { return 0, stub("EventCreate") }
 
