@@ -73,10 +73,11 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 	var phase atomic.Value // where this rank is: PhaseOpen, PhaseCall, PhaseClose, PhaseDone
 	phase.Store(PhaseOpen)
 	var settled atomic.Bool // a survivor has its outcome (an error, or its end)
+	var hung atomic.Bool    // the watchdog wrote the result: leave it
 	if kill != nil && !victim && cfg.Dir != "" {
 		stop := make(chan struct{})
 		defer close(stop)
-		go watchdog(cfg.Dir, rank, kill, &phase, &settled, stop, progress)
+		go watchdog(cfg.Dir, rank, kill, &phase, &settled, &hung, stop, progress)
 	}
 	killNow := func() { killSelf(cfg.Dir, rank, phase.Load().(string)) }
 	defer func() {
@@ -87,7 +88,7 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		if kill != nil && !victim {
 			res.Survivor = survive(cfg.Dir, kill, res)
 		}
-		if cfg.Dir != "" {
+		if cfg.Dir != "" && !hung.Load() {
 			writeJSON(rankFile(cfg.Dir, rank), res)
 		}
 	}()
@@ -161,7 +162,11 @@ func killSelf(dir string, rank int, phase string) {
 // hang: the contract wants an error within the bound), after writing
 // its result and its goroutines' stacks (to progress), so that the
 // report says where it hung rather than that it left nothing.
-func watchdog(dir string, rank int, k *Kill, phase *atomic.Value, settled *atomic.Bool, stop <-chan struct{}, progress io.Writer) {
+//
+// Every survivor's watchdog fires at the same time (from the kill's), and
+// each exits a second after writing: the exit of one (rank 0 hosts the
+// store) must not turn another's hang into an error that blames it.
+func watchdog(dir string, rank int, k *Kill, phase *atomic.Value, settled, hung *atomic.Bool, stop <-chan struct{}, progress io.Writer) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var rec KillRecord
@@ -178,6 +183,7 @@ func watchdog(dir string, rank int, k *Kill, phase *atomic.Value, settled *atomi
 		if settled.Load() || time.Since(time.Unix(0, rec.At)) < after {
 			continue
 		}
+		hung.Store(true)
 		p := phase.Load().(string)
 		why := fmt.Sprintf("no outcome %v after the kill: hung in %s", after, p)
 		writeJSON(rankFile(dir, rank), &RankResult{Rank: rank, Error: why,
@@ -186,6 +192,7 @@ func watchdog(dir string, rank int, k *Kill, phase *atomic.Value, settled *atomi
 			buf := make([]byte, 1<<16)
 			fmt.Fprintf(progress, "rank %d: %s; its goroutines:\n%s\n", rank, why, buf[:runtime.Stack(buf, true)])
 		}
+		time.Sleep(time.Second)
 		os.Exit(1)
 	}
 }

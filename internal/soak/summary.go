@@ -97,7 +97,8 @@ type KillReport struct {
 	BoundMS  float64 `json:"bound_ms"`
 	KilledAt string  `json:"killed_at"`
 	// TimesToErrorMS are the survivors' times from the kill to their
-	// error, by rank (-1: none, or unknown); SlowestMS is the largest.
+	// error, by rank (-1: none, or unknown); SlowestMS is the largest
+	// (-1: no survivor had an error).
 	TimesToErrorMS map[int]float64 `json:"times_to_error_ms"`
 	SlowestMS      float64         `json:"slowest_ms"`
 	OK             bool            `json:"ok"`
@@ -139,7 +140,7 @@ func Build(s Setup, ranks []*RankResult, kill *KillRecord) *Summary {
 	if k != nil {
 		sum.Config.KillRank, sum.Config.KillDuring = k.Rank, k.During
 		sum.Config.KillAfter, sum.Config.KillBound = k.After.String(), k.Bound.String()
-		sum.Kill = &KillReport{Rank: k.Rank, During: k.During, BoundMS: ms(k.Bound), TimesToErrorMS: map[int]float64{}, OK: true}
+		sum.Kill = &KillReport{Rank: k.Rank, During: k.During, BoundMS: ms(k.Bound), TimesToErrorMS: map[int]float64{}, SlowestMS: -1, OK: true}
 		if kill == nil {
 			sum.Kill.OK = false
 			problem("rank %d was to be killed but left no record of its kill", k.Rank)
@@ -293,8 +294,12 @@ func Print(w io.Writer, s *Summary) {
 		s.Config.Backend, s.Config.WorldSize, s.Config.Seed, s.Total.Calls, s.Total.Seconds, s.Total.CallsPerSecond,
 		formatBytes(s.Total.Bytes), s.Total.Checks, s.Total.Failures)
 	if k := s.Kill; k != nil {
-		fmt.Fprintf(w, "kill: rank %d during %s (it died in %s); slowest survivor's time to error %.2f ms (bound %.0f ms)\n",
-			k.Rank, k.During, orNone(k.Phase), k.SlowestMS, k.BoundMS)
+		slowest := "none had an error"
+		if k.SlowestMS >= 0 {
+			slowest = fmt.Sprintf("%.2f ms", k.SlowestMS)
+		}
+		fmt.Fprintf(w, "kill: rank %d during %s (it died in %s); slowest survivor's time to error: %s (bound %.0f ms)\n",
+			k.Rank, k.During, orNone(k.Phase), slowest, k.BoundMS)
 		for _, r := range s.Ranks {
 			if sv := r.Survivor; sv != nil {
 				fmt.Fprintf(w, "  rank %d: %s in %s after %.2f ms; close %.1f ms\n", r.Rank, verdict(sv.OK), orNone(sv.Phase), sv.TimeToErrorMS, sv.CloseMS)
