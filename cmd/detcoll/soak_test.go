@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,21 +46,25 @@ func soakTest(t *testing.T, args ...string) (int, string, string, *soak.Summary)
 func TestSoak(t *testing.T) {
 	for _, n := range []string{"2", "3"} {
 		t.Run("W="+n, func(t *testing.T) {
-			code, stdout, stderr, sum := soakTest(t, "-n", n, "--calls", "300", "--max-bytes", "1MiB", "--seed", "11")
+			calls := "300"
+			if testing.Short() {
+				calls = "100"
+			}
+			code, stdout, stderr, sum := soakTest(t, "-n", n, "--calls", calls, "--max-bytes", "1MiB", "--seed", "11")
 			if code != 0 || sum == nil || !sum.Pass {
 				t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
-			if !strings.Contains(stdout, "PASS") || !strings.Contains(stdout, "300 calls") {
+			if !strings.Contains(stdout, "PASS") || !strings.Contains(stdout, calls+" calls") {
 				t.Errorf("stdout %q; want the totals and PASS", stdout)
 			}
-			if sum.Kind != soak.Kind || sum.SchemaVersion != soak.SchemaVersion || sum.Total.Calls != 300 ||
-				sum.Total.Failures != 0 || len(sum.Ranks) != sum.Config.WorldSize || sum.Meta.GoVersion == "" {
+			if sum.Kind != soak.Kind || sum.SchemaVersion != soak.SchemaVersion || fmt.Sprint(sum.Total.Calls) != calls ||
+				sum.Total.Failures != 0 || len(sum.Ranks) != sum.Config.WorldSize || sum.Meta.GoVersion == "" || !sum.LeakChecked {
 				t.Errorf("summary: %+v", sum)
 			}
 			for _, r := range sum.Ranks {
-				if r.Calls != 300 || r.Checks < 300 || r.Error != "" || len(r.CallsByOp) != 9 {
-					t.Errorf("rank %d: %d calls, %d checks, error %q, %d operations; want 300 calls, all 9 operations",
-						r.Rank, r.Calls, r.Checks, r.Error, len(r.CallsByOp))
+				if fmt.Sprint(r.Calls) != calls || r.Checks < r.Calls || r.Error != "" || len(r.CallsByOp) != 9 {
+					t.Errorf("rank %d: %d calls, %d checks, error %q, %d operations; want %s calls, all 9 operations",
+						r.Rank, r.Calls, r.Checks, r.Error, len(r.CallsByOp), calls)
 				}
 			}
 		})

@@ -44,7 +44,7 @@ type RankResult struct {
 }
 
 // Run runs the soak of cfg on c, an open communicator, and returns this
-// rank's counts. Every rank of c must call it with the same cfg. A wrong
+// rank's counts. Sizes are capped by c's capacity (less a small margin). Every rank of c must call it with the same cfg. A wrong
 // result is counted (and the run goes on: every rank makes every call);
 // an error from a call ends the run and is returned with the counts so
 // far, after aborting c so that peers fail at once. Rank 0 writes a
@@ -59,11 +59,15 @@ func Run(ctx context.Context, c *detcoll.Comm, cfg Config, progress io.Writer) (
 func runOn(ctx context.Context, c *detcoll.Comm, cfg Config, pl *pools, progress io.Writer) (*RankResult, error) {
 	res := &RankResult{Rank: c.Rank()}
 	cfg = cfg.withDefaults()
+	// The sizes are capped by the communicator's capacity.
+	if limit := int(c.Options().Capacity) - capacityMargin; cfg.MaxBytes > limit {
+		if limit < 8*c.WorldSize() {
+			return res, fmt.Errorf("soak: the communicator's capacity of %d bytes leaves no room for calls", c.Options().Capacity)
+		}
+		cfg.MaxBytes = limit
+	}
 	if err := cfg.validate(c.WorldSize()); err != nil {
 		return res, err
-	}
-	if got, want := c.Options().Capacity, cfg.Capacity(); got < want {
-		return res, fmt.Errorf("soak: the communicator's capacity %d bytes is below the %d that MaxBytes %d needs", got, want, cfg.MaxBytes)
 	}
 	var ex executor = &hostExec{c: c}
 	if c.Device() >= 0 {
