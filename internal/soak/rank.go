@@ -80,10 +80,19 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		go watchdog(cfg.Dir, rank, kill, &phase, &settled, &hung, stop, progress)
 	}
 	killNow := func() { killSelf(cfg.Dir, rank, phase.Load().(string)) }
+	var c *detcoll.Comm
 	defer func() {
 		if p := recover(); p != nil {
 			res.Error = fmt.Sprintf("panic: %v\n%s", p, debug.Stack())
-			res.err, res.errAt = errors.New(res.Error), time.Now()
+			res.err, res.errAt, res.phase = errors.New(res.Error), time.Now(), phase.Load().(string)
+			if c != nil {
+				// Peers fail now rather than at their timeout, and the
+				// shared memory is released.
+				c.Abort(res.err)
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+				c.Close(cctx)
+				cancel()
+			}
 		}
 		if kill != nil && !victim {
 			res.Survivor = survive(cfg.Dir, kill, res)
@@ -103,7 +112,8 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 	if victim && kill.During == PhaseOpen {
 		time.AfterFunc(kill.After, killNow)
 	}
-	c, err := detcoll.Open(ctx, opts)
+	var err error
+	c, err = detcoll.Open(ctx, opts)
 	if err != nil {
 		res.err, res.errAt, res.phase, res.Error = err, time.Now(), PhaseOpen, err.Error()
 		settled.Store(true)

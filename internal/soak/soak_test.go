@@ -260,3 +260,33 @@ func TestRunOneRank(t *testing.T) {
 		t.Errorf("MaxBytes over the capacity: %d calls, %d failures, %v; want 200 calls capped to fit", res.Calls, res.Failures, err)
 	}
 }
+
+// panicWriter panics on the first progress line: a panic inside Run.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("soak test: a panic amid the calls") }
+
+// TestRunRankPanic checks that a panic inside the rank is its reported
+// error, written for the parent, with the communicator closed.
+func TestRunRankPanic(t *testing.T) {
+	shm := t.TempDir()
+	t.Setenv("DETCOLL_SHM_DIR", shm)
+	dir := t.TempDir()
+	cfg := Config{Seed: 1, Calls: 1000, MaxBytes: 64 << 10, Progress: time.Nanosecond, Dir: dir}
+	opts := detcoll.Options{WorldSize: 1, Capacity: cfg.Capacity(), Timeout: time.Minute}
+	res := RunRank(context.Background(), 0, 1, opts, cfg, panicWriter{})
+	if !strings.HasPrefix(res.Error, "panic: soak test: a panic amid the calls") || res.phase != PhaseCall {
+		t.Errorf("error %q in phase %q; want the panic, in a call", firstLine(res.Error), res.phase)
+	}
+	ranks, kill := Collect(dir, 1)
+	if ranks[0] == nil || ranks[0].Error != res.Error || kill != nil {
+		t.Errorf("collected %+v, kill %+v; want the panic's result and no kill", ranks[0], kill)
+	}
+	if left := Leaks(shm); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	sum := Build(Setup{Config: cfg, Options: opts, World: 1, Leaked: Leaks(shm)}, ranks, kill)
+	if sum.Pass || len(sum.Problems) != 1 || !strings.Contains(sum.Problems[0], "panic") {
+		t.Errorf("summary: pass %v, problems %q; want one problem naming the panic", sum.Pass, sum.Problems)
+	}
+}
