@@ -12,6 +12,10 @@ import (
 // arenaBudget ends a batch early once its arenas hold this many bytes.
 const arenaBudget = 64 << 20
 
+// agreeEvery is how many calls a run bounded by a duration makes between
+// agreeing whether to stop.
+const agreeEvery = 64
+
 // maxDetails is how many failures a rank keeps in detail.
 const maxDetails = 8
 
@@ -104,7 +108,7 @@ func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, p
 		res.Error = err.Error()
 		return err
 	}
-	var number int64
+	var number, agreed int64
 	for {
 		if cfg.Calls > 0 && number >= cfg.Calls {
 			return nil
@@ -112,9 +116,11 @@ func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, p
 		if err := ctx.Err(); err != nil {
 			return fail(fmt.Errorf("soak: interrupted after %d calls: %w", number, context.Cause(ctx)))
 		}
-		if cfg.Duration > 0 {
+		if cfg.Duration > 0 && (number == 0 || number-agreed >= agreeEvery) {
 			// Ranks stop at the same call: any rank past the duration
-			// stops them all.
+			// stops them all. (Every agreeEvery calls, counted alike on
+			// every rank, so that the one-byte gathers stay rare.)
+			agreed = number
 			stop, err := ex.agree(time.Since(start) >= cfg.Duration)
 			if err != nil {
 				return fail(fmt.Errorf("soak: agreeing whether to stop after call %d: %w", number, err))
