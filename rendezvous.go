@@ -84,6 +84,19 @@ func joinStore(ctx context.Context, o Options) (*store.Server, *store.Client, er
 		var err error
 		srv, err = store.Listen(o.Addr, o.WorldSize, []byte(o.Secret))
 		if err != nil {
+			// The launcher may hold the address with the job's failure
+			// (a rank died before rank 0 listened: store.Tombstone): then
+			// that is the story. Anything else there is not ours.
+			dctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			var pe *store.PeerError
+			cl, derr := store.Dial(dctx, o.Addr, o.Rank, o.WorldSize, []byte(o.Secret))
+			if errors.As(derr, &pe) {
+				return nil, nil, publicError(derr)
+			}
+			if cl != nil {
+				cl.Close(dctx)
+			}
 			return nil, nil, fmt.Errorf("%w: host the rendezvous store at %s: %w", ErrUnavailable, o.Addr, err)
 		}
 	}

@@ -109,6 +109,25 @@ func TestSoakKill(t *testing.T) {
 	}
 }
 
+// TestSoakKillDuringOpen: a rank killed a few milliseconds into Open,
+// before it joined the rendezvous (or, rank 0, before it hosted it), is
+// reported by the launcher, so the survivors fail naming it within the
+// bound, not at their timeout.
+func TestSoakKillDuringOpen(t *testing.T) {
+	for _, victim := range []string{"0", "2"} {
+		for _, after := range []string{"1ms", "5ms"} {
+			t.Run("rank="+victim+"/after="+after, func(t *testing.T) {
+				code, stdout, stderr, sum := soakTest(t, "-n", "3", "--calls", "100", "--max-bytes", "64KiB", "--timeout", "30s",
+					"--kill-during", "open", "--kill-rank", victim, "--kill-rank-after", after, "--kill-bound", "1s")
+				if code != 0 || sum == nil || !sum.Pass || sum.Kill == nil || !sum.Kill.OK {
+					t.Fatalf("exit %d, summary %+v; want exit 0 and the kill handled\nstdout:\n%s\nstderr:\n%s", code, sum, stdout, stderr)
+				}
+				t.Logf("%s", strings.TrimSpace(stdout))
+			})
+		}
+	}
+}
+
 func TestSoakRefuses(t *testing.T) {
 	for _, args := range [][]string{
 		{"-n", "0"},

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/store"
 )
 
 // sweepPoll is how often Run looks for processes left in the ranks' groups;
@@ -70,8 +72,9 @@ func Run(ctx context.Context, cfg Config) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	j := &job{cfg: cfg, exits: make(chan exit, cfg.N)}
-	startErr := j.start(path, port, newSecret())
+	secret := newSecret()
+	j := &job{cfg: cfg, exits: make(chan exit, cfg.N), addr: fmt.Sprintf("127.0.0.1:%d", port), secret: secret}
+	startErr := j.start(path, port, secret)
 	return j.supervise(ctx, startErr)
 }
 
@@ -87,6 +90,12 @@ type job struct {
 	mu      sync.Mutex     // shared by the lineWriters: guards cfg.Stdout and cfg.Stderr
 	readers []*os.File     // read ends of the output pipes, closed by drain
 	copiers sync.WaitGroup // one goroutine per reader
+
+	// The job's rendezvous, which the launcher tells of the first failure
+	// (see tell).
+	addr, secret string
+	telling      sync.WaitGroup // the report in flight
+	tombstone    *store.Server  // written by the report; read after telling.Wait
 }
 
 // exit is the end of one rank.
@@ -205,6 +214,9 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 			}
 			ends = append(ends, e)
 			if e.err != nil {
+				if first == nil {
+					j.tell(e)
+				}
 				if first == nil || e.at.Before(first.at) {
 					first = &e
 				}
@@ -225,6 +237,10 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 			killAt, killed = time.Now(), true
 			j.signal(syscall.SIGKILL)
 		}
+	}
+	j.telling.Wait()
+	if j.tombstone != nil {
+		j.tombstone.Close()
 	}
 	j.sweep(stopping, killAt)
 	j.drain()
@@ -330,4 +346,27 @@ func interrupted(ctx context.Context) error {
 		return fmt.Errorf("launch: job stopped: %w (%w)", cause, ctx.Err())
 	}
 	return fmt.Errorf("launch: job stopped: %w", ctx.Err())
+}
+
+// reportTimeout bounds the launcher's report of a failure to the store.
+const reportTimeout = 2 * time.Second
+
+// tell reports a rank's failure to the job's rendezvous store, as the ranks'
+// launcher (store.Report), so that the others fail at once naming it even
+// if it died before it joined (then only the launcher knows). With no store
+// to tell (rank 0 died before it hosted one), it hosts a failed one at the
+// job's address (store.Tombstone) until the job ends. Programs that are not
+// detcoll ranks never listen there: for them this costs one refused dial
+// and an idle listener.
+func (j *job) tell(e exit) {
+	reason := fmt.Sprintf("exited: %v (seen by the launcher)", e.err.Err)
+	world, secret := j.cfg.N, []byte(j.secret)
+	j.telling.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+		defer cancel()
+		err := store.Report(ctx, j.addr, world, secret, e.rank, reason)
+		if errors.Is(err, store.ErrNoServer) {
+			j.tombstone, _ = store.Tombstone(j.addr, world, secret, e.rank, reason)
+		}
+	})
 }

@@ -106,7 +106,7 @@ func serverHello(w io.Writer, r io.Reader, secret []byte, world int) (greeting, 
 	if int64(m.world) != int64(world) {
 		return g, refuse(w, fmt.Sprintf("world size %d, the job has %d", m.world, world))
 	}
-	if int64(m.rank) >= int64(world) {
+	if int64(m.rank) > int64(launcherRank(world)) {
 		return g, refuse(w, fmt.Sprintf("rank %d out of range [0, %d)", m.rank, world))
 	}
 	g.rank = int(m.rank)

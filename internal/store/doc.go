@@ -21,7 +21,12 @@
 //     the server sees it at once;
 //   - a rank calls Client.Fail(reason);
 //   - the server goes away (rank 0's process dies, or Server.Close runs while
-//     ranks are connected): every client sees this as the failure of rank 0.
+//     ranks are connected): every client sees this as the failure of rank 0;
+//   - the job's launcher reports that a rank died (Report): the one way to
+//     hear of a rank that died before it joined. The launcher knows the
+//     secret and authenticates as rank == world, the one extra member; when
+//     nothing listens (rank 0 died first), it hosts a store at the address
+//     that is failed from the start (Tombstone) and tells each rank why.
 //
 // A clean end is therefore: a Barrier, Client.Close on every rank, and on
 // rank 0 Server.Shutdown, which waits for every goodbye before closing (a

@@ -271,6 +271,10 @@ func (s *Server) serveConn(conn net.Conn) {
 	if err != nil {
 		return
 	}
+	if g.rank == launcherRank(s.world) {
+		s.serveLauncher(conn, g) // the pending slot is released on return
+		return
+	}
 	p, cause, reason := s.admit(g.rank, conn)
 	pending = false
 	if reason != "" {
