@@ -192,6 +192,9 @@ func (c *Comm) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	err := c.backend.Close(ctx)
+	if ferr := c.backend.Err(); ferr != nil {
+		err = ferr // the failure, before Close or during it: the same on every rank
+	}
 	// Once the backend's Close is acknowledged by every peer, the store
 	// has nothing left to say that matters to this rank: a peer that dies
 	// before its goodbye has already finished with us.

@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
@@ -50,7 +49,7 @@ func (c *Comm) Err() error {
 // exit at the abort word, later calls return the cause, and every peer
 // learns that this rank failed.
 func (c *Comm) Abort(cause error) {
-	c.poison(fmt.Errorf("%w: %w", base.ErrAborted, cause), true)
+	c.poison(base.Aborted(c.rank, cause), true)
 }
 
 // refresh reads the error record and, when a kernel has failed, makes that
@@ -69,7 +68,7 @@ func (c *Comm) refresh() {
 	for p := range rec.sigs {
 		rec.sigs[p].Seq = c.callNumber(rec.sigs[p].Seq)
 	}
-	err := rec.err(c.rank, c.timeout)
+	err := base.Canonical(rec.err(c.rank, c.timeout), c.rank)
 	if rec.code == codePeer || rec.code == codeAbort {
 		err = c.peerReport(rec, err)
 	}
@@ -121,6 +120,7 @@ func (c *Comm) peerReport(rec record, err error) error {
 // poison records the first failure, tells the peers when this rank is the
 // origin (tell), and raises the abort word so that kernels stop waiting.
 func (c *Comm) poison(err error, tell bool) {
+	err = base.Canonical(err, c.rank) // the error every rank reports: see base.Failure
 	if !c.cause.CompareAndSwap(nil, &err) {
 		return
 	}
