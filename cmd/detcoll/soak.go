@@ -34,8 +34,7 @@ Fault injection: --kill-during open|call|close (or --kill-rank-after D
 alone, which means call) makes rank --kill-rank (default the last) SIGKILL
 itself: during Open (D after it called Open, default 10ms), amid the
 calls (D after Open returned, default 100ms) or as it enters Close at the
-end of the run. Every
-other rank must then fail with detcoll.ErrPeerLost naming it within
+end of the run, before it acknowledges the Close. Every other rank must then fail with detcoll.ErrPeerLost naming it within
 --kill-bound of the kill, and close; no shared-memory file of the job may
 be left. The exit status is then 0 when all of that held, 1 otherwise.
 

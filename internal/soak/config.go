@@ -129,7 +129,8 @@ type Kill struct {
 	Rank int `json:"rank"`
 	// During is PhaseOpen (After from the start of the rank, while Open
 	// runs), PhaseCall (After from Open's return, amid the calls) or
-	// PhaseClose (as the rank enters Close, at the end of the run).
+	// PhaseClose (as the rank enters Close, before it publishes the
+	// Close, at the end of the run: every other rank's Close must fail).
 	During string        `json:"during"`
 	After  time.Duration `json:"after_ns"`
 	Bound  time.Duration `json:"bound_ns"` // 0 means DefaultKillBound
