@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/proto"
 	"github.com/detcoll/detcoll/internal/tree"
 )
 
@@ -62,6 +63,7 @@ type Comm struct {
 	reducer tree.Reducer
 	srcs    [][]byte // scratch for peerSlices
 	cached  bool     // the current call's copies go through the cache (copyCached)
+	view    peers    // what the current wait watches: see wait
 }
 
 // Open maps every rank's segment. It is collective: every rank calls it with
@@ -303,23 +305,17 @@ func (c *Comm) Close(ctx context.Context) error {
 	return c.Err()
 }
 
-// closeHandshake runs a Close call through the protocol, then waits until
-// every peer has published done for it: after that nobody reads our memory.
-// A failure poisons the communicator: Close returns it.
+// closeHandshake runs a Close call through the protocol (proto.Closing):
+// the ranks meet, then wait until every peer has published done for it,
+// after which nobody reads our memory. A failure poisons the communicator:
+// Close returns it.
 func (c *Comm) closeHandshake(ctx context.Context) {
 	k := c.newCall(base.OpClose)
 	k.ctx = ctx
 	if d, ok := ctx.Deadline(); ok && d.Before(k.deadline) {
 		k.deadline = d
 	}
-	req := &base.Request{Op: base.OpClose}
-	if err := c.begin(k, req, base.Signature{Op: base.OpClose, Buffers: 1}, false); err != nil {
-		return
-	}
-	c.publish(offDone, c.seq)
-	if err := c.waitAll(k, offDone, c.seq, "waiting for peers to acknowledge Close"); err != nil {
-		c.fail(err)
-	}
+	c.run(k, nil, base.Signature{Op: base.OpClose, Buffers: 1}, proto.Schedule(proto.Closing, false))
 }
 
 func (c *Comm) unmapAll() {

@@ -3,6 +3,7 @@ package cpu
 import (
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // Do runs one collective call that base.Validate accepted. It returns when
@@ -13,7 +14,8 @@ func (c *Comm) Do(req *base.Request) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if req.Op == base.OpAllReduceStaged {
+	staged := req.Op == base.OpAllReduceStaged
+	if staged {
 		if c.staged < 0 {
 			return base.Invalidf("%v: nothing staged: call Stage first", req.Op)
 		}
@@ -27,22 +29,10 @@ func (c *Comm) Do(req *base.Request) error {
 		return err
 	}
 	c.cached = c.footprint(req) <= c.cachedMax
-	k := c.newCall(req.Op)
-	streamed := c.streamed(req)
-	if err := c.begin(k, req, req.Signature(), streamed); err != nil {
-		return err
+	if staged {
+		c.staged = -1 // the staging is the input: Stage reserved it
 	}
-	var err error
-	if streamed {
-		err = c.computeStreamed(k, req)
-	} else {
-		err = c.compute(k, req)
-	}
-	if err != nil {
-		return c.fail(err)
-	}
-	c.publish(offDone, c.seq)
-	return nil
+	return c.run(c.newCall(req.Op), req, req.Signature(), proto.Schedule(c.path(req), staged))
 }
 
 // Stage reserves this rank's staging memory for a staged all-reduce of n
@@ -56,50 +46,67 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 		return nil, err
 	}
 	if c.staged < 0 {
-		if err := c.reserve(c.newCall(base.OpAllReduceStaged)); err != nil {
-			return nil, c.fail(err)
+		k := c.newCall(base.OpAllReduceStaged)
+		if err := c.run(k, nil, base.Signature{}, proto.Schedule(proto.ReserveOnly, false)); err != nil {
+			return nil, err
 		}
 	}
 	c.staged = n
 	return c.segs[c.rank].payload[:n:n], nil
 }
 
-// begin runs the protocol's first four steps: reserve, stage the input and
-// the signature, publish, wait for every peer, and compare signatures. A
-// streamed call stages its input later, after the signatures match (see
-// stream.go).
-func (c *Comm) begin(k call, req *base.Request, sig base.Signature, streamed bool) error {
-	seq := k.seq
-	sig.Seq = seq
-	if req.Op == base.OpAllReduceStaged {
-		c.staged = -1 // reserved by Stage
-	} else {
-		if err := c.reserve(k); err != nil {
+// path is how req goes through the protocol: every path gives the same
+// bits; they differ in speed.
+func (c *Comm) path(req *base.Request) proto.Path {
+	switch {
+	case c.streamed(req):
+		return proto.Streamed
+	case (req.Op == base.OpAllReduce || req.Op == base.OpAllReduceStaged) && !c.oneShot(len(req.Out[0])):
+		return proto.TwoPhase
+	}
+	return proto.OneShot
+}
+
+// run executes a call's schedule (internal/proto) over shared memory. A
+// failure poisons the communicator; the error returned is its cause.
+func (c *Comm) run(k call, req *base.Request, sig base.Signature, steps []proto.Step) error {
+	sig.Seq = k.seq
+	for _, s := range steps {
+		var err error
+		switch s.Action {
+		case proto.Await:
+			err = c.waitAll(k, s.Word, s.Target(k.seq), s.Phase)
+			// A peer that found the signatures differ fails before we
+			// look: if every rank has staged, we can see the mismatch
+			// ourselves and report it as such (proto.Prevails).
+			if err != nil && s.Word == proto.Stage && c.allStaged(k.seq) {
+				if merr := c.checkSignatures(sig); merr != nil {
+					err = merr
+				}
+			}
+		case proto.CopyIn:
+			c.stageInputs(req)
+		case proto.ResetStaged:
+			c.publishStaged(0)
+		case proto.Sign:
+			c.segs[c.rank].writeSignature(sig)
+		case proto.Publish:
+			c.publish(wordOffset(s.Word), s.Target(k.seq))
+			if s.Word == proto.Stage {
+				c.seq = k.seq
+			}
+		case proto.CheckSignatures:
+			err = c.checkSignatures(sig)
+		case proto.Compute:
+			err = c.compute(k, req)
+		case proto.ReduceShard:
+			c.reduceShard(req)
+		case proto.Gather:
+			c.gatherShards(req)
+		}
+		if err != nil {
 			return c.fail(err)
 		}
-		if streamed {
-			c.publishStaged(0)
-		} else {
-			c.stageInputs(req)
-		}
-	}
-	own := c.segs[c.rank]
-	own.writeSignature(sig)
-	c.publish(offStage, seq)
-	c.seq = seq
-	if err := c.waitAll(k, offStage, seq, "waiting for peers to stage their inputs"); err != nil {
-		// A peer that found the signatures differ fails before we look:
-		// if every rank has staged, we can see the mismatch ourselves and
-		// report it as such rather than as the peer's failure.
-		if c.allStaged(seq) {
-			if merr := c.checkSignatures(sig); merr != nil {
-				err = merr
-			}
-		}
-		return c.fail(err)
-	}
-	if err := c.checkSignatures(sig); err != nil {
-		return c.fail(err)
 	}
 	return nil
 }
@@ -212,15 +219,15 @@ func (c *Comm) checkSignatures(mine base.Signature) error {
 	return &base.MismatchError{Signatures: sigs}
 }
 
-// compute produces this rank's outputs from the peers' staging.
+// compute produces this rank's outputs from the peers' staging (a streamed
+// call stages its input on the way).
 func (c *Comm) compute(k call, req *base.Request) error {
+	if c.streamed(req) {
+		return c.computeStreamed(k, req)
+	}
 	switch req.Op {
 	case base.OpAllReduce, base.OpAllReduceStaged:
-		var in []byte // nil when staged: the whole input is in our staging
-		if req.Op == base.OpAllReduce {
-			in = req.In[0]
-		}
-		return c.allReduce(k, req.DType, req.Out[0], in)
+		c.reducer.Reduce(req.DType, req.Out[0], c.peerSlices(0, len(req.Out[0])))
 	case base.OpReduceScatter, base.OpReduceScatterMany:
 		off := 0
 		for k, out := range req.Out {
@@ -256,34 +263,31 @@ func (c *Comm) oneShot(n int) bool {
 	return n <= c.paths.allReduceOneShotMax || c.world == 1
 }
 
-// allReduce sums into out; in is the caller's input, or nil when it was
-// staged whole by Stage.
-func (c *Comm) allReduce(k call, dt num.DType, out, in []byte) error {
-	if c.oneShot(len(out)) {
-		c.reducer.Reduce(dt, out, c.peerSlices(0, len(out)))
-		return nil
-	}
-	// Reduce-scatter into place: this rank sums its shard of every peer's
-	// staging (its own part from its input, which it did not stage: see
-	// ownPart) and writes the sum over its own staging's shard, which
-	// only this rank reads until the sum is published. Then every rank
-	// gathers the summed shards. The sources are the same bytes in the
-	// same rank order whichever memory holds them, so the bits are too.
-	lo, hi := c.shard(c.rank, dt, len(out))
+// reduceShard is a two-phase all-reduce's first half: reduce-scatter into
+// place. This rank sums its shard of every peer's staging (its own part
+// from its input, which it did not stage: see ownPart; from the staging
+// for AllReduceStaged) and writes the sum over its own staging's shard,
+// which only this rank reads until the sum is published (Reduced). The
+// sources are the same bytes in the same rank order whichever memory holds
+// them, so the bits are too.
+func (c *Comm) reduceShard(req *base.Request) {
+	out := req.Out[0]
+	lo, hi := c.shard(c.rank, req.DType, len(out))
 	srcs := c.peerSlices(lo, hi)
-	if in != nil {
-		srcs[c.rank] = in[lo:hi]
+	if req.Op == base.OpAllReduce {
+		srcs[c.rank] = req.In[0][lo:hi]
 	}
-	c.reducer.Reduce(dt, c.segs[c.rank].payload[lo:hi], srcs)
-	c.publish(offReduced, c.seq)
-	if err := c.waitAll(k, offReduced, c.seq, "waiting for peers' reduced shards"); err != nil {
-		return err
-	}
+	c.reducer.Reduce(req.DType, c.segs[c.rank].payload[lo:hi], srcs)
+}
+
+// gatherShards is the second half: every rank copies every rank's summed
+// shard once all are published.
+func (c *Comm) gatherShards(req *base.Request) {
+	out := req.Out[0]
 	for p, s := range c.segs {
-		lo, hi := c.shard(p, dt, len(out))
+		lo, hi := c.shard(p, req.DType, len(out))
 		copyCached(out[lo:hi], s.payload[lo:hi], c.cached)
 	}
-	return nil
 }
 
 // shard returns the bytes [lo, hi) of an n-byte all-reduce that rank p

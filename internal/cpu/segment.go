@@ -5,7 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // Layout of a rank's segment. Each word a peer polls has a cache line of its
@@ -16,8 +16,7 @@ const (
 	offDone    = 128 // last sequence this rank finished reading its peers for
 	offStatus  = 192 // nonzero once the rank has failed: see status.go
 	offWaiters = 256 // number of peers sleeping on one of this segment's words (uint32)
-	offSig     = 320 // the signature of the staged call, sigWords words
-	sigWords   = 7
+	offSig     = 320 // the signature of the staged call, proto.SignatureWords words
 	offStaged  = 384  // bytes of the current call's input staged so far (streamed calls only: see stream.go)
 	offReason  = 1024 // why the rank failed, reasonLen bytes, written before the status word
 	reasonLen  = 2048
@@ -45,24 +44,17 @@ func (s segment) waiters() *uint32 {
 }
 
 func (s segment) writeSignature(sig base.Signature) {
-	w := [sigWords]uint64{
-		uint64(sig.Op), uint64(sig.DType), sig.Count, uint64(sig.Root),
-		uint64(sig.Buffers), sig.Layout, sig.Seq,
-	}
-	for i, v := range w {
+	for i, v := range proto.EncodeSignature(sig) {
 		atomic.StoreUint64(s.word(offSig+8*i), v)
 	}
 }
 
 func (s segment) readSignature() base.Signature {
-	var w [sigWords]uint64
+	var w [proto.SignatureWords]uint64
 	for i := range w {
 		w[i] = s.load(offSig + 8*i)
 	}
-	return base.Signature{
-		Op: base.Op(w[0]), DType: num.DType(w[1]), Count: w[2], Root: uint32(w[3]),
-		Buffers: uint32(w[4]), Layout: w[5], Seq: w[6],
-	}
+	return proto.DecodeSignature(w)
 }
 
 func segmentSize(capacity int64) int64 {

@@ -1,9 +1,8 @@
 package cpu
 
 import (
-	"time"
-
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // Streamed calls: a large all-gather or broadcast whose peers copy each
@@ -77,15 +76,9 @@ func (c *Comm) publishStaged(n int) { c.publish(offStaged, uint64(n)) }
 
 // waitStaged waits until peer p has staged at least n bytes of this call.
 func (c *Comm) waitStaged(k call, p, n int) error {
-	ok, err := c.waitPeer(k, p, offStaged, uint64(n))
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return &base.TimeoutError{Op: k.op, Seq: k.seq, Phase: "waiting for a peer to stage its input",
-			Missing: []int{p}, After: time.Since(k.start).Round(time.Millisecond)}
-	}
-	return nil
+	v := &c.view
+	*v = peers{c: c, off: offStaged, only: p}
+	return c.wait(k, v, uint64(n), proto.PhaseStaged)
 }
 
 // broadcastStreamed is a streamed broadcast: the root stages its buffer

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // sleepSlice caps each futex sleep so that a sleeper re-checks the failure
@@ -73,51 +75,105 @@ func (c *Comm) newCall(op base.Op) call {
 	return call{op: op, seq: c.seq + 1, start: now, deadline: now.Add(c.timeout)}
 }
 
-// reserve waits until every peer has finished reading this rank's staging
-// for the previous call, so the staging may be overwritten.
-func (c *Comm) reserve(k call) error {
-	return c.waitAll(k, offDone, k.seq-1, "waiting for peers to release the staging memory")
+// wordOffset is where a protocol word lives in a segment.
+func wordOffset(w proto.Word) int {
+	switch w {
+	case proto.Stage:
+		return offStage
+	case proto.Reduced:
+		return offReduced
+	case proto.Done:
+		return offDone
+	case proto.Staged:
+		return offStaged
+	}
+	panic("cpu: no offset for word " + w.String())
 }
 
-// waitAll waits until the word at off of every peer is at least target.
-// It ends early on a failure (this communicator's or a peer's status) or
-// the end of k.ctx, and with a *base.TimeoutError at the deadline.
-func (c *Comm) waitAll(k call, off int, target uint64, phase string) error {
-	for p := range c.world {
-		if p == c.rank {
-			continue
+// peers is the proto.View of the peers' segments for one word. With only >=
+// 0, it watches peer only: the others read as arrived (a streamed call
+// waits for one peer's bytes at a time), though their failures still count.
+type peers struct {
+	c    *Comm
+	off  int
+	only int
+}
+
+func (v peers) Word(p int) uint64 {
+	if v.only >= 0 && p != v.only {
+		return math.MaxUint64
+	}
+	return v.c.segs[p].load(v.off)
+}
+
+func (v peers) Failure(p int) (base.Failure, bool) { return v.c.peerFailure(p) }
+
+// waitAll waits until word w of every peer is at least target: it sleeps on
+// the peers' words and lets proto.Decide say when the wait is over, failed
+// or timed out (at k's deadline, or k.ctx's).
+func (c *Comm) waitAll(k call, w proto.Word, target uint64, phase proto.Phase) error {
+	v := &c.view
+	*v = peers{c: c, off: wordOffset(w), only: -1}
+	return c.wait(k, v, target, phase)
+}
+
+// wait is waitAll over v, which is c.view: a view in the Comm, not on the
+// stack, because proto.Decide takes it as an interface, which would move a
+// stack value to the heap on every call.
+func (c *Comm) wait(k call, v *peers, target uint64, phase proto.Phase) error {
+	pw := proto.Wait{Self: c.rank, World: c.world, Target: target, Op: k.op, Seq: k.seq, Phase: phase}
+	for {
+		var own *base.Failure
+		cause := c.Err()
+		if cause != nil {
+			f := base.FailureOf(cause, c.rank)
+			own = &f
 		}
-		ok, err := c.waitPeer(k, p, off, target)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			var missing []int
-			for q := range c.world {
-				if q != c.rank && c.segs[q].load(off) < target {
-					missing = append(missing, q)
-				}
+		expired := !time.Now().Before(k.deadline)
+		if k.ctx != nil && k.ctx.Err() != nil {
+			if !errors.Is(k.ctx.Err(), context.DeadlineExceeded) {
+				return base.Aborted(c.rank, fmt.Errorf("%v #%d: %w", k.op, k.seq, k.ctx.Err()))
 			}
-			return &base.TimeoutError{Op: k.op, Seq: k.seq, Phase: phase, Missing: missing, After: time.Since(k.start).Round(time.Millisecond)}
+			expired = true // the caller's deadline: a timeout like ours
+		}
+		verdict := proto.Decide(pw, v, own, expired)
+		switch verdict.Outcome {
+		case proto.Arrived:
+			return nil
+		case proto.Failed:
+			if cause != nil {
+				return cause // ours, as recorded: an Abort keeps its cause
+			}
+			return verdict.Failure.Err()
+		case proto.TimedOut:
+			verdict.Failure.After = time.Since(k.start).Round(time.Millisecond)
+			return verdict.Failure.Err()
+		}
+		for p := range c.world {
+			if p != c.rank && v.Word(p) < target {
+				c.await(k, p, v.off, target)
+				break
+			}
 		}
 	}
-	return nil
 }
 
-// waitPeer waits for one peer's word; ok is false at the deadline (k's, or
-// k.ctx's).
-func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) {
+// await waits for a while for peer p's word at off to reach target: it
+// polls (spinning or yielding, see spinFor), then sleeps on the word for
+// one slice at most. It returns when the word is there, or when it is time
+// for the caller to look at failures and the deadline again.
+func (c *Comm) await(k call, p, off int, target uint64) {
 	s := c.segs[p]
 	w := s.word(off)
 	if atomic.LoadUint64(w) >= target {
-		return true, nil
+		return
 	}
 	if c.spin > 0 && c.yield {
 		start := time.Now()
 		for {
 			schedYield()
 			if atomic.LoadUint64(w) >= target {
-				return true, nil
+				return
 			}
 			if time.Since(start) > c.spin {
 				break
@@ -127,50 +183,23 @@ func (c *Comm) waitPeer(k call, p, off int, target uint64) (ok bool, err error) 
 		start := time.Now()
 		for i := 1; ; i++ {
 			if atomic.LoadUint64(w) >= target {
-				return true, nil
+				return
 			}
 			if i%256 == 0 && time.Since(start) > c.spin {
 				break
 			}
 		}
 	}
-	for {
-		if err := c.checkFailure(); err != nil {
-			return false, err
-		}
-		if k.ctx != nil && k.ctx.Err() != nil {
-			if errors.Is(k.ctx.Err(), context.DeadlineExceeded) {
-				return false, nil // the caller's deadline: a timeout like ours
-			}
-			return false, base.Aborted(c.rank, fmt.Errorf("%v #%d: %w", k.op, k.seq, k.ctx.Err()))
-		}
-		left := time.Until(k.deadline)
-		if left <= 0 {
-			return atomic.LoadUint64(w) >= target, nil
-		}
-		atomic.AddUint32(s.waiters(), 1)
-		if v := atomic.LoadUint64(w); v < target {
-			futexWait(low32(w), uint32(v), min(left, sleepSlice))
-		}
-		atomic.AddUint32(s.waiters(), ^uint32(0))
-		if atomic.LoadUint64(w) >= target {
-			return true, nil
-		}
+	if c.Err() != nil {
+		return // the caller decides
 	}
-}
-
-// checkFailure returns this communicator's failure, or a peer's that it
-// has set in its status word.
-func (c *Comm) checkFailure() error {
-	if err := c.Err(); err != nil {
-		return err
+	left := time.Until(k.deadline)
+	if left <= 0 {
+		return
 	}
-	for p := range c.segs {
-		if p != c.rank {
-			if err := c.peerFailure(p); err != nil {
-				return err
-			}
-		}
+	atomic.AddUint32(s.waiters(), 1)
+	if v := atomic.LoadUint64(w); v < target {
+		futexWait(low32(w), uint32(v), min(left, sleepSlice))
 	}
-	return nil
+	atomic.AddUint32(s.waiters(), ^uint32(0))
 }

@@ -1,0 +1,168 @@
+package proto
+
+import "fmt"
+
+// Path is how a backend carries a call through the protocol. Every path
+// gives the same bits (contract section 6); they differ in which words the
+// ranks meet on.
+type Path uint8
+
+const (
+	// OneShot: stage the whole input, meet, compute from every peer's
+	// staging, release.
+	OneShot Path = iota + 1
+	// TwoPhase: a large all-reduce. Each rank sums its shard of every
+	// staging into its own staging and publishes Reduced; then every rank
+	// gathers the shards.
+	TwoPhase
+	// Streamed: a large all-gather or broadcast. Sign and meet first, then
+	// stage chunk by chunk (publishing Staged) while the peers copy each
+	// chunk out as soon as it is there.
+	Streamed
+	// Reserve: the first step alone, for Stage: the caller then writes its
+	// input into the staging and calls the staged all-reduce.
+	ReserveOnly
+	// Closing: Close. The ranks meet like a call with no data, then wait
+	// until every peer has released this rank's memory.
+	Closing
+	numPaths
+)
+
+var pathNames = [numPaths]string{OneShot: "one-shot", TwoPhase: "two-phase", Streamed: "streamed", ReserveOnly: "reserve", Closing: "close"}
+
+func (p Path) String() string {
+	if p == 0 || p >= numPaths {
+		return fmt.Sprintf("path(%d)", uint8(p))
+	}
+	return pathNames[p]
+}
+
+// ParsePath is String's inverse.
+func ParsePath(s string) (Path, bool) {
+	for p, name := range pathNames {
+		if name == s && p != 0 {
+			return Path(p), true
+		}
+	}
+	return 0, false
+}
+
+// Action is one step of a call.
+type Action uint8
+
+const (
+	// Await: wait until every peer's Word is at least the step's target.
+	// Its end is Decide's verdict.
+	Await Action = iota + 1
+	// CopyIn: write this rank's input into its staging.
+	CopyIn
+	// ResetStaged: set this rank's Staged word to 0 (see Streamed).
+	ResetStaged
+	// Sign: write this call's signature into the control block.
+	Sign
+	// Publish: store the target into this rank's Word, with release
+	// semantics (GPU: at system scope), after everything written before.
+	Publish
+	// CheckSignatures: compare every peer's signature with this rank's;
+	// on a difference fail the call with every rank's signature.
+	CheckSignatures
+	// Compute: produce this rank's outputs from the peers' staging (a
+	// streamed call stages and copies chunk by chunk here).
+	Compute
+	// ReduceShard: sum this rank's shard of every peer's staging into
+	// its own staging (TwoPhase).
+	ReduceShard
+	// Gather: copy every rank's reduced shard into the output (TwoPhase).
+	Gather
+	numActions
+)
+
+var actionNames = [numActions]string{
+	Await: "await", CopyIn: "copy-in", ResetStaged: "reset-staged", Sign: "sign", Publish: "publish",
+	CheckSignatures: "check-signatures", Compute: "compute", ReduceShard: "reduce-shard", Gather: "gather",
+}
+
+func (a Action) String() string {
+	if a == 0 || a >= numActions {
+		return fmt.Sprintf("action(%d)", uint8(a))
+	}
+	return actionNames[a]
+}
+
+// Step is one action of a call's schedule. Word, Behind and Phase qualify
+// Publish and Await: the value published or awaited is the call's sequence
+// number less Behind.
+type Step struct {
+	Action Action
+	Word   Word
+	Behind uint8
+	Phase  Phase
+}
+
+// Target is the value the step publishes or awaits in the call numbered seq.
+func (s Step) Target(seq uint64) uint64 { return seq - uint64(s.Behind) }
+
+func (s Step) String() string {
+	switch s.Action {
+	case Publish:
+		return fmt.Sprintf("publish %v=seq%s", s.Word, behind(s.Behind))
+	case Await:
+		return fmt.Sprintf("await %v>=seq%s (%v)", s.Word, behind(s.Behind), s.Phase)
+	}
+	return s.Action.String()
+}
+
+func behind(b uint8) string {
+	if b == 0 {
+		return ""
+	}
+	return fmt.Sprintf("-%d", b)
+}
+
+var (
+	reserve     = Step{Action: Await, Word: Done, Behind: 1, Phase: PhaseReserve}
+	copyIn      = Step{Action: CopyIn}
+	sign        = Step{Action: Sign}
+	publishSt   = Step{Action: Publish, Word: Stage}
+	awaitReady  = Step{Action: Await, Word: Stage, Phase: PhaseReady}
+	check       = Step{Action: CheckSignatures}
+	compute     = Step{Action: Compute}
+	release     = Step{Action: Publish, Word: Done}
+	meet        = []Step{sign, publishSt, awaitReady, check}
+	schedules   [numPaths][2][]Step // by path and staged: built once, shared, never changed
+	reserveOnly = []Step{reserve}
+)
+
+func init() {
+	cat := func(parts ...[]Step) []Step {
+		var s []Step
+		for _, p := range parts {
+			s = append(s, p...)
+		}
+		return s
+	}
+	twoPhase := []Step{{Action: ReduceShard}, {Action: Publish, Word: Reduced}, {Action: Await, Word: Reduced, Phase: PhaseReduced}, {Action: Gather}}
+	for staged, front := range [2][]Step{{reserve, copyIn}, nil} {
+		schedules[OneShot][staged] = cat(front, meet, []Step{compute, release})
+		schedules[TwoPhase][staged] = cat(front, meet, twoPhase, []Step{release})
+	}
+	schedules[Streamed][0] = cat([]Step{reserve, {Action: ResetStaged}}, meet, []Step{compute, release})
+	schedules[ReserveOnly][0] = reserveOnly
+	schedules[Closing][0] = cat([]Step{reserve}, meet, []Step{release, {Action: Await, Word: Done, Phase: PhaseClose}})
+}
+
+// Schedule returns the steps of a call on path p, in order. staged says the
+// input is in the staging already (AllReduceStaged, after Stage reserved
+// it): the call starts at Sign. It returns nil for a combination that does
+// not exist (a staged streamed call, say). The slice is shared: callers
+// must not change it.
+func Schedule(p Path, staged bool) []Step {
+	if p == 0 || p >= numPaths {
+		return nil
+	}
+	i := 0
+	if staged {
+		i = 1
+	}
+	return schedules[p][i]
+}
