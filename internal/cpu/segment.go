@@ -11,12 +11,12 @@ import (
 // Layout of a rank's segment. Each word a peer polls has a cache line of its
 // own so that writing one word does not disturb the readers of another.
 const (
-	offStage   = 0   // last sequence whose input is staged and signed
-	offReduced = 64  // last sequence whose shard is reduced in place (large all-reduce)
-	offDone    = 128 // last sequence this rank finished reading its peers for
-	offStatus  = 192 // nonzero once the rank has failed: see status.go
-	offWaiters = 256 // number of peers sleeping on one of this segment's words (uint32)
-	offSig     = 320 // the signature of the staged call, proto.SignatureWords words
+	offStage   = 0    // last sequence whose input is staged and signed
+	offReduced = 64   // last sequence whose shard is reduced in place (large all-reduce)
+	offDone    = 128  // last sequence this rank finished reading its peers for
+	offStatus  = 192  // nonzero once the rank has failed: see status.go
+	offWaiters = 256  // number of peers sleeping on one of this segment's words (uint32)
+	offSig     = 320  // the signature of the staged call, proto.SignatureWords words
 	offStaged  = 384  // bytes of the current call's input staged so far (streamed calls only: see stream.go)
 	offReason  = 1024 // why the rank failed, reasonLen bytes, written before the status word
 	reasonLen  = 2048
