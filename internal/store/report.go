@@ -82,8 +82,18 @@ func Tombstone(addr string, world int, secret []byte, rank int, reason string) (
 	}
 	s.mu.Lock()
 	s.failLocked(&PeerError{Rank: rank, Reason: reason})
+	s.buryLocked(rank)
 	s.mu.Unlock()
 	return s, nil
+}
+
+// buryLocked records that the launcher saw rank die: it will never come to
+// hear the job's cause, so Shutdown must not wait for it to.
+func (s *Server) buryLocked(rank int) {
+	if !s.told[rank] {
+		s.told[rank] = true
+		s.signalLocked()
+	}
 }
 
 // serveLauncher takes a launcher's report (see Report) on a connection whose
@@ -101,6 +111,7 @@ func (s *Server) serveLauncher(conn net.Conn, g greeting) {
 	}
 	s.mu.Lock()
 	s.failLocked(&PeerError{Rank: int(m.rank), Reason: m.reason})
+	s.buryLocked(int(m.rank))
 	s.mu.Unlock()
 	_, _ = conn.Write(encode(msg{typ: tByeAck}))
 }

@@ -45,6 +45,37 @@ func TestReportFailsTheJob(t *testing.T) {
 	}
 }
 
+// TestShutdownAfterReport: the launcher reported a rank that never joined
+// as dead; rank 0, the only other, fails and leaves. Its server's Shutdown
+// must not wait for the dead rank to come and hear why (seen: a survivor
+// of a kill during Open hung in Shutdown until Open's deadline).
+func TestShutdownAfterReport(t *testing.T) {
+	secret := []byte("secret")
+	s, err := Listen("127.0.0.1:0", 2, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := Dial(t.Context(), s.Addr(), 0, 2, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Report(t.Context(), s.Addr(), 2, secret, 1, "killed by signal 9"); err != nil {
+		t.Fatalf("Report: %v", err)
+	}
+	waitDone(t, c, time.Now(), time.Second)
+	c.Close(t.Context())
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown = %v after %v; want nil at once", err, time.Since(start))
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Shutdown took %v: it waited for the dead rank", d)
+	}
+}
+
 // TestReportNeedsTheSecret: a stranger cannot fail a job.
 func TestReportNeedsTheSecret(t *testing.T) {
 	s, err := Listen("127.0.0.1:0", 2, []byte("secret"))
