@@ -14,6 +14,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/check"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/nccl"
 	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
@@ -40,7 +41,7 @@ func TestDeviceReduceVsNCCLGPU(t *testing.T) { runNCCLCompare(t, "reduce") }
 // "reduce") and logs what the ranks said.
 func runNCCLCompare(t *testing.T, mode string) {
 	requireGPUs(t, 2)
-	if err := driver.LoadNCCL(); err != nil {
+	if err := nccl.Load(); err != nil {
 		t.Skipf("nccl: %v", err)
 	}
 	env := []string{"TEST_NCCL_MODE=" + mode, "TEST_TIMEOUT_MS=20000"}
@@ -61,7 +62,7 @@ func runNCCLCompare(t *testing.T, mode string) {
 func roleNCCLCompare() error {
 	ctx := context.Background()
 	runtime.LockOSThread() // NCCL, like the driver, uses the thread's current context
-	if err := driver.LoadNCCL(); err != nil {
+	if err := nccl.Load(); err != nil {
 		return err
 	}
 	id, err := exchangeNCCLID(ctx)
@@ -74,7 +75,7 @@ func roleNCCLCompare() error {
 	}
 	defer g.close()
 	defer c.Close(ctx)
-	comm, err := driver.NCCLCommInitRank(c.WorldSize(), id, c.Rank())
+	comm, err := nccl.CommInitRank(c.WorldSize(), id, c.Rank())
 	if err != nil {
 		return err
 	}
@@ -92,11 +93,11 @@ func roleNCCLCompare() error {
 	}
 	defer s.Destroy()
 	n := &ncclPeer{comm: comm, s: s, g: g}
-	v, err := driver.NCCLVersion()
+	v, err := nccl.Version()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("rank %d: NCCL %d.%d.%d (%s)\n", c.Rank(), v/10000, v/100%100, v%100, driver.NCCLLibrary())
+	fmt.Printf("rank %d: NCCL %d.%d.%d (%s)\n", c.Rank(), v/10000, v/100%100, v%100, nccl.Library())
 
 	var bad []string
 	switch mode := os.Getenv("TEST_NCCL_MODE"); mode {
@@ -129,15 +130,15 @@ func roleNCCLCompare() error {
 // exchangeNCCLID gives every rank the id rank 0 gets from NCCL, broadcast
 // over a small cpu communicator that is closed again before the caller
 // opens its cuda one on the same rendezvous.
-func exchangeNCCLID(ctx context.Context) ([driver.NCCLUniqueIDBytes]byte, error) {
-	var id [driver.NCCLUniqueIDBytes]byte
+func exchangeNCCLID(ctx context.Context) (nccl.UniqueID, error) {
+	var id nccl.UniqueID
 	cc, err := detcoll.Open(ctx, detcoll.Options{Backend: "cpu", Capacity: 4096,
 		Timeout: time.Duration(envInt("TEST_TIMEOUT_MS", 20000)) * time.Millisecond})
 	if err != nil {
 		return id, err
 	}
 	if cc.Rank() == 0 {
-		if id, err = driver.NCCLGetUniqueID(); err != nil {
+		if id, err = nccl.GetUniqueID(); err != nil {
 			cc.Abort(err) // the peers fail now rather than at the timeout
 			cc.Close(ctx)
 			return id, err
@@ -152,7 +153,7 @@ func exchangeNCCLID(ctx context.Context) ([driver.NCCLUniqueIDBytes]byte, error)
 
 // ncclPeer runs NCCL calls on a rank's GPU and waits for them.
 type ncclPeer struct {
-	comm driver.NCCLComm
+	comm nccl.Comm
 	s    driver.Stream
 	g    *gpuRank
 }
@@ -224,7 +225,7 @@ func compareGatherWithNCCL(c *detcoll.Comm, g *gpuRank, p *ncclPeer) ([]string, 
 			if err != nil {
 				return bad, err
 			}
-			ref, err := p.wait(what, p.comm.AllGather(nin, nout, n, driver.NCCLUint8, p.s), nout, w*n)
+			ref, err := p.wait(what, p.comm.AllGather(nin, nout, n, nccl.Uint8, p.s), nout, w*n)
 			if err != nil {
 				return bad, err
 			}
@@ -331,7 +332,7 @@ func compareReduceWithNCCL(c *detcoll.Comm, g *gpuRank, p *ncclPeer) ([]string, 
 		if err != nil {
 			return bad, err
 		}
-		sum, err := p.wait(what, p.comm.AllReduce(devPtr(in.ptr()), nout, n, driver.NCCLFloat32, driver.NCCLSum, p.s), nout, 4*n)
+		sum, err := p.wait(what, p.comm.AllReduce(devPtr(in.ptr()), nout, n, nccl.Float32, nccl.Sum, p.s), nout, 4*n)
 		if err != nil {
 			return bad, err
 		}
@@ -367,7 +368,7 @@ func compareReduceWithNCCL(c *detcoll.Comm, g *gpuRank, p *ncclPeer) ([]string, 
 		if err != nil {
 			return bad, err
 		}
-		sum, err = p.wait(what, p.comm.ReduceScatter(devPtr(rsIn.ptr()), nout, n, driver.NCCLFloat32, driver.NCCLSum, p.s), nout, 4*n)
+		sum, err = p.wait(what, p.comm.ReduceScatter(devPtr(rsIn.ptr()), nout, n, nccl.Float32, nccl.Sum, p.s), nout, 4*n)
 		if err != nil {
 			return bad, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/nccl"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
@@ -57,14 +58,14 @@ func ncclDeterministic(env []string) bool {
 // NCCLUniqueID gives every rank of coord (a communicator on host memory,
 // such as a cpu one) the same new NCCL unique id: rank 0 asks NCCL for it
 // and broadcasts it. It loads NCCL.
-func NCCLUniqueID(coord *detcoll.Comm) ([driver.NCCLUniqueIDBytes]byte, error) {
-	var id [driver.NCCLUniqueIDBytes]byte
-	if err := driver.LoadNCCL(); err != nil {
+func NCCLUniqueID(coord *detcoll.Comm) (nccl.UniqueID, error) {
+	var id nccl.UniqueID
+	if err := nccl.Load(); err != nil {
 		return id, err
 	}
 	if coord.Rank() == 0 {
 		var err error
-		if id, err = driver.NCCLGetUniqueID(); err != nil {
+		if id, err = nccl.GetUniqueID(); err != nil {
 			return id, err
 		}
 	}
@@ -82,7 +83,7 @@ func NCCLUniqueID(coord *detcoll.Comm) ([driver.NCCLUniqueIDBytes]byte, error) {
 // until Close.
 type NCCL struct {
 	g        *gpuSide
-	comm     driver.NCCLComm
+	comm     nccl.Comm
 	rank     int
 	word     driver.DevicePtr // the barrier's all-reduce word
 	version  string
@@ -95,20 +96,20 @@ type NCCL struct {
 // device ordinal device, from the id every rank got from NCCLUniqueID. It
 // is collective: every rank must call it. NCCL's settings are read from
 // the environment now.
-func NewNCCL(device, rank, world int, id [driver.NCCLUniqueIDBytes]byte) (*NCCL, error) {
-	if err := driver.LoadNCCL(); err != nil {
+func NewNCCL(device, rank, world int, id nccl.UniqueID) (*NCCL, error) {
+	if err := nccl.Load(); err != nil {
 		return nil, err
 	}
 	g, err := openGPUSide(device)
 	if err != nil {
 		return nil, fmt.Errorf("bench: NCCL side on GPU %d: %w", device, err)
 	}
-	n := &NCCL{g: g, rank: rank, env: ncclEnv(os.Environ()), lib: driver.NCCLLibrary()}
+	n := &NCCL{g: g, rank: rank, env: ncclEnv(os.Environ()), lib: nccl.Library()}
 	fail := func(err error) (*NCCL, error) {
 		n.Close()
 		return nil, fmt.Errorf("bench: NCCL side on GPU %d: %w", device, err)
 	}
-	v, err := driver.NCCLVersion()
+	v, err := nccl.Version()
 	if err != nil {
 		return fail(err)
 	}
@@ -120,7 +121,7 @@ func NewNCCL(device, rank, world int, id [driver.NCCLUniqueIDBytes]byte) (*NCCL,
 	if err := driver.MemsetD8(n.word, 1, 4); err != nil {
 		return fail(err)
 	}
-	if n.comm, err = driver.NCCLCommInitRank(world, id, rank); err != nil {
+	if n.comm, err = nccl.CommInitRank(world, id, rank); err != nil {
 		return fail(err)
 	}
 	return n, nil
@@ -148,7 +149,7 @@ func (n *NCCL) Describe(m *report.Meta) {
 // Prepare allocates op's device buffers at s, copies the input in and
 // poisons the outputs.
 func (n *NCCL) Prepare(op Op, s Shape, input []byte) error {
-	t, ok := driver.NCCLDataTypeOf(s.DType)
+	t, ok := nccl.DataTypeOf(s.DType)
 	if !ok {
 		return fmt.Errorf("bench: NCCL has no %v", s.DType)
 	}
@@ -161,16 +162,16 @@ func (n *NCCL) Prepare(op Op, s Shape, input []byte) error {
 	var call func() error
 	switch op {
 	case AllReduce:
-		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, driver.NCCLSum, st) }
+		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, nccl.Sum, st) }
 	case ReduceScatter:
-		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, driver.NCCLSum, st) }
+		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, nccl.Sum, st) }
 	case AllGather:
 		call = func() error { return comm.AllGather(ins[0], outs[0], inLens[0]/size, t, st) }
 	case AllGatherMany:
 		call = grouped(len(ins), func(k int) error { return comm.AllGather(ins[k], outs[k], inLens[k]/size, t, st) })
 	case ReduceScatterMany:
 		call = grouped(len(ins), func(k int) error {
-			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, driver.NCCLSum, st)
+			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, nccl.Sum, st)
 		})
 	case Broadcast:
 		buf := outs[0]
@@ -189,7 +190,7 @@ func (n *NCCL) Prepare(op Op, s Shape, input []byte) error {
 // grouped returns a call that makes k calls of one inside an NCCL group.
 func grouped(k int, one func(int) error) func() error {
 	return func() error {
-		if err := driver.NCCLGroupStart(); err != nil {
+		if err := nccl.GroupStart(); err != nil {
 			return err
 		}
 		var first error
@@ -198,7 +199,7 @@ func grouped(k int, one func(int) error) func() error {
 				first = err
 			}
 		}
-		if err := driver.NCCLGroupEnd(); first == nil {
+		if err := nccl.GroupEnd(); first == nil {
 			first = err
 		}
 		return first
@@ -207,7 +208,7 @@ func grouped(k int, one func(int) error) func() error {
 
 // Barrier all-reduces one word and waits for it.
 func (n *NCCL) Barrier() error {
-	if err := n.comm.AllReduce(n.word, n.word, 1, driver.NCCLInt32, driver.NCCLMax, n.g.s); err != nil {
+	if err := n.comm.AllReduce(n.word, n.word, 1, nccl.Int32, nccl.Max, n.g.s); err != nil {
 		return err
 	}
 	return n.g.s.Synchronize()

@@ -1,6 +1,6 @@
 //go:build cgo && linux
 
-package driver
+package nccl
 
 /*
 #include <stddef.h>
@@ -33,7 +33,7 @@ static const char* const dcn_names[DCN_COUNT] = {
   "ncclGroupEnd", "ncclGetErrorString", "ncclGetLastError",
 };
 
-// Filled by LoadNCCL (under its mutex) and read by the shims.
+// Filled by Load (under its mutex) and read by the shims.
 static void* dcn_slots[DCN_COUNT];
 
 static int dcn_count(void) { return DCN_COUNT; }
@@ -119,50 +119,55 @@ import (
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/cuda/driver"
 )
 
-// ncclLib is LoadNCCL's state.
-var ncclLib struct {
+// dynamicLoading reports whether this build can load NCCL at all.
+const dynamicLoading = true
+
+// lib is Load's state.
+var lib struct {
 	mu   sync.Mutex
-	name string // the loaded NCCL, "" until LoadNCCL succeeds; guarded by mu
+	name string // the loaded NCCL, "" until Load succeeds; guarded by mu
 }
 
-// errNCCLNotLoaded is what an NCCL call returns before LoadNCCL succeeds.
-var errNCCLNotLoaded = fmt.Errorf("%w: NCCL not loaded (call LoadNCCL first)", ErrUnavailable)
+// errNotLoaded is what an NCCL call returns before Load succeeds.
+var errNotLoaded = fmt.Errorf("%w: NCCL not loaded (call Load first)", ErrUnavailable)
 
-// LoadNCCL makes the NCCL functions usable: it dlopens NCCL ($DETCOLL_LIBNCCL,
+// Load makes the NCCL functions usable: it dlopens NCCL ($DETCOLL_LIBNCCL,
 // else libnccl.so.2, then libnccl.so) and resolves every symbol they call.
-// It is independent of Load, which never touches NCCL. It is safe for
+// It is independent of the driver's Load, which never touches NCCL. It is safe for
 // concurrent use; once it has succeeded, later calls return nil at once and
 // NCCL stays loaded for the life of the process (NCCL starts threads that
 // must not outlive its code, so it is never closed). On failure nothing is
 // loaded, a later call tries again, and the error matches ErrUnavailable and
 // names the library or symbol that was missing.
-func LoadNCCL() error {
-	ncclLib.mu.Lock()
-	defer ncclLib.mu.Unlock()
-	if ncclLib.name != "" {
+func Load() error {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.name != "" {
 		return nil
 	}
 	var tried []string
-	for _, name := range ncclCandidates() {
+	for _, name := range candidates() {
 		h, err := dlopen(name)
 		if err != nil {
 			tried = append(tried, err.Error())
 			continue
 		}
-		if err := resolveNCCL(h, name); err != nil {
+		if err := resolve(h, name); err != nil {
 			dlclose(h) // nothing of it was called
 			return fmt.Errorf("%w: NCCL %s: %v", ErrUnavailable, name, err)
 		}
-		ncclLib.name = name
+		lib.name = name
 		return nil
 	}
-	return fmt.Errorf("%w: no NCCL found (%s): %s", ErrUnavailable, ncclEnvHint(), strings.Join(tried, "; "))
+	return fmt.Errorf("%w: no NCCL found (%s): %s", ErrUnavailable, envHint(), strings.Join(tried, "; "))
 }
 
-// resolveNCCL fills the symbol table from h; on failure it leaves it empty.
-func resolveNCCL(h unsafe.Pointer, name string) error {
+// resolve fills the symbol table from h; on failure it leaves it empty.
+func resolve(h unsafe.Pointer, name string) error {
 	for i := range int(C.dcn_count()) {
 		p, err := dlsym(h, name, C.dcn_name(C.int(i)))
 		if err != nil {
@@ -177,16 +182,16 @@ func resolveNCCL(h unsafe.Pointer, name string) error {
 	return nil
 }
 
-// NCCLLibrary returns the name of the NCCL that LoadNCCL opened, or "".
-func NCCLLibrary() string {
-	ncclLib.mu.Lock()
-	defer ncclLib.mu.Unlock()
-	return ncclLib.name
+// Library returns the name of the NCCL that Load opened, or "".
+func Library() string {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	return lib.name
 }
 
-// NCCLVersion returns the loaded NCCL's version code,
+// Version returns the loaded NCCL's version code,
 // major*10000 + minor*100 + patch (22803 for 2.28.3).
-func NCCLVersion() (int, error) {
+func Version() (int, error) {
 	var v C.int
 	if r := C.dcn_getVersion(&v); r != 0 {
 		return 0, ncclErr(r, 0, "ncclGetVersion")
@@ -194,39 +199,39 @@ func NCCLVersion() (int, error) {
 	return int(v), nil
 }
 
-// NCCLGetUniqueID returns a new ncclUniqueId: one rank calls it and sends
-// the bytes to every other rank of the communicator to create.
-func NCCLGetUniqueID() ([NCCLUniqueIDBytes]byte, error) {
+// GetUniqueID returns a new ncclUniqueId: one rank calls it and sends the
+// bytes to every other rank of the communicator to create.
+func GetUniqueID() (UniqueID, error) {
 	var id C.dcn_uid
-	var out [NCCLUniqueIDBytes]byte
+	var out UniqueID
 	if r := C.dcn_getUniqueId(&id); r != 0 {
 		return out, ncclErr(r, 0, "ncclGetUniqueId")
 	}
-	copy(out[:], unsafe.Slice((*byte)(unsafe.Pointer(&id.internal[0])), NCCLUniqueIDBytes))
+	copy(out[:], unsafe.Slice((*byte)(unsafe.Pointer(&id.internal[0])), UniqueIDBytes))
 	return out, nil
 }
 
-// NCCLCommInitRank creates this rank's communicator of world ranks from the
-// id rank 0 got from NCCLGetUniqueID. It is collective: it returns when
+// CommInitRank creates this rank's communicator of world ranks from the id
+// rank 0 got from GetUniqueID. It is collective: it returns when
 // every rank has called it. It runs on the calling thread's current device
 // (see the package doc). Release the communicator with Destroy, or Abort.
-func NCCLCommInitRank(world int, id [NCCLUniqueIDBytes]byte, rank int) (NCCLComm, error) {
+func CommInitRank(world int, id UniqueID, rank int) (Comm, error) {
 	const call = "ncclCommInitRank"
 	if world < 1 || world > math.MaxInt32 || rank < 0 || rank >= world {
-		return 0, fmt.Errorf("detcoll/cuda: %s: rank %d of a world of %d", call, rank, world)
+		return 0, fmt.Errorf("detcoll/nccl: %s: rank %d of a world of %d", call, rank, world)
 	}
 	var cid C.dcn_uid
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&cid.internal[0])), NCCLUniqueIDBytes), id[:])
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&cid.internal[0])), UniqueIDBytes), id[:])
 	var comm C.uintptr_t
 	if r := C.dcn_commInitRank(&comm, C.int(world), &cid, C.int(rank)); r != 0 {
 		return 0, ncclErr(r, 0, call, world, rank)
 	}
-	return NCCLComm(comm), nil
+	return Comm(comm), nil
 }
 
 // Destroy frees the communicator after the work queued on it is done. Every
 // rank destroys its own; use Abort instead when a peer may never come.
-func (c NCCLComm) Destroy() error {
+func (c Comm) Destroy() error {
 	if r := C.dcn_comm(C.DCN_CommDestroy, C.uintptr_t(c)); r != 0 {
 		return ncclErr(r, 0, "ncclCommDestroy", uintptr(c))
 	}
@@ -235,7 +240,7 @@ func (c NCCLComm) Destroy() error {
 
 // Abort frees the communicator at once, ending its queued and running
 // operations; it does not wait for peers.
-func (c NCCLComm) Abort() error {
+func (c Comm) Abort() error {
 	if r := C.dcn_comm(C.DCN_CommAbort, C.uintptr_t(c)); r != 0 {
 		return ncclErr(r, 0, "ncclCommAbort", uintptr(c))
 	}
@@ -244,10 +249,10 @@ func (c NCCLComm) Abort() error {
 
 // AllReduce queues on s the reduction of count elements of dt at send over
 // all ranks into recv (which may be send). It returns once queued.
-func (c NCCLComm) AllReduce(send, recv DevicePtr, count int, dt NCCLDataType, op NCCLRedOp, s Stream) error {
+func (c Comm) AllReduce(send, recv driver.DevicePtr, count int, dt DataType, op RedOp, s driver.Stream) error {
 	const call = "ncclAllReduce"
 	if count < 0 {
-		return ncclCountError(call, count)
+		return countError(call, count)
 	}
 	r := C.dcn_allReduce(C.ulonglong(send), C.ulonglong(recv), C.size_t(count), C.int(dt), C.int(op),
 		C.uintptr_t(c), C.uintptr_t(s))
@@ -259,10 +264,10 @@ func (c NCCLComm) AllReduce(send, recv DevicePtr, count int, dt NCCLDataType, op
 
 // ReduceScatter queues on s the reduction of world*recvCount elements at
 // send over all ranks, writing this rank's recvCount elements to recv.
-func (c NCCLComm) ReduceScatter(send, recv DevicePtr, recvCount int, dt NCCLDataType, op NCCLRedOp, s Stream) error {
+func (c Comm) ReduceScatter(send, recv driver.DevicePtr, recvCount int, dt DataType, op RedOp, s driver.Stream) error {
 	const call = "ncclReduceScatter"
 	if recvCount < 0 {
-		return ncclCountError(call, recvCount)
+		return countError(call, recvCount)
 	}
 	r := C.dcn_reduceScatter(C.ulonglong(send), C.ulonglong(recv), C.size_t(recvCount), C.int(dt), C.int(op),
 		C.uintptr_t(c), C.uintptr_t(s))
@@ -274,10 +279,10 @@ func (c NCCLComm) ReduceScatter(send, recv DevicePtr, recvCount int, dt NCCLData
 
 // AllGather queues on s the gathering of every rank's sendCount elements at
 // send into recv (world*sendCount elements), in rank order.
-func (c NCCLComm) AllGather(send, recv DevicePtr, sendCount int, dt NCCLDataType, s Stream) error {
+func (c Comm) AllGather(send, recv driver.DevicePtr, sendCount int, dt DataType, s driver.Stream) error {
 	const call = "ncclAllGather"
 	if sendCount < 0 {
-		return ncclCountError(call, sendCount)
+		return countError(call, sendCount)
 	}
 	r := C.dcn_allGather(C.ulonglong(send), C.ulonglong(recv), C.size_t(sendCount), C.int(dt),
 		C.uintptr_t(c), C.uintptr_t(s))
@@ -289,13 +294,13 @@ func (c NCCLComm) AllGather(send, recv DevicePtr, sendCount int, dt NCCLDataType
 
 // Broadcast queues on s the copy of root's count elements at send into
 // every rank's recv (send is read on root only).
-func (c NCCLComm) Broadcast(send, recv DevicePtr, count int, dt NCCLDataType, root int, s Stream) error {
+func (c Comm) Broadcast(send, recv driver.DevicePtr, count int, dt DataType, root int, s driver.Stream) error {
 	const call = "ncclBroadcast"
 	if count < 0 {
-		return ncclCountError(call, count)
+		return countError(call, count)
 	}
 	if root < 0 || root > math.MaxInt32 {
-		return fmt.Errorf("detcoll/cuda: %s: root %d", call, root)
+		return fmt.Errorf("detcoll/nccl: %s: root %d", call, root)
 	}
 	r := C.dcn_broadcast(C.ulonglong(send), C.ulonglong(recv), C.size_t(count), C.int(dt), C.int(root),
 		C.uintptr_t(c), C.uintptr_t(s))
@@ -305,31 +310,31 @@ func (c NCCLComm) Broadcast(send, recv DevicePtr, count int, dt NCCLDataType, ro
 	return nil
 }
 
-// NCCLGroupStart begins a group of NCCL calls that NCCLGroupEnd launches
+// GroupStart begins a group of NCCL calls that GroupEnd launches
 // together (on one thread, as NCCL requires).
-func NCCLGroupStart() error {
+func GroupStart() error {
 	if r := C.dcn_group(C.DCN_GroupStart); r != 0 {
 		return ncclErr(r, 0, "ncclGroupStart")
 	}
 	return nil
 }
 
-// NCCLGroupEnd ends the group NCCLGroupStart began and queues its calls.
-func NCCLGroupEnd() error {
+// GroupEnd ends the group GroupStart began and queues its calls.
+func GroupEnd() error {
 	if r := C.dcn_group(C.DCN_GroupEnd); r != 0 {
 		return ncclErr(r, 0, "ncclGroupEnd")
 	}
 	return nil
 }
 
-// ncclErr turns a failed ncclResult_t into an *NCCLError carrying NCCL's
+// ncclErr turns a failed ncclResult_t into an *Error carrying NCCL's
 // description and, where NCCL has ncclGetLastError, its last warning (one
 // buffer per process, so with several threads calling NCCL it may be
 // another call's), or into an error matching ErrUnavailable if NCCL is not
 // loaded.
-func ncclErr(r C.dcn_result, comm NCCLComm, call string, args ...any) error {
+func ncclErr(r C.dcn_result, comm Comm, call string, args ...any) error {
 	if r == C.DCN_NOT_LOADED {
-		return fmt.Errorf("%s: %w", ncclCall(call, args...), errNCCLNotLoaded)
+		return fmt.Errorf("%s: %w", callString(call, args...), errNotLoaded)
 	}
 	var text, detail string
 	if s := C.dcn_errorString(r); s != nil {
@@ -338,5 +343,5 @@ func ncclErr(r C.dcn_result, comm NCCLComm, call string, args ...any) error {
 	if s := C.dcn_lastError(C.uintptr_t(comm)); s != nil {
 		detail = C.GoString(s)
 	}
-	return newNCCLError(NCCLResult(r), text, detail, call, args...)
+	return newError(Result(r), text, detail, call, args...)
 }

@@ -1,4 +1,4 @@
-package driver
+package nccl
 
 import (
 	"context"
@@ -86,7 +86,7 @@ const char* ncclGetLastError(uintptr_t c) { (void)c; return last; }
 `
 
 // TestNCCLFake builds fakeNCCL with the C compiler and runs
-// TestNCCLFakeChild in a child process that loads it: LoadNCCL cannot be
+// TestNCCLFakeChild in a child process that loads it: Load cannot be
 // undone, and this process must stay free to load the real NCCL.
 func TestNCCLFake(t *testing.T) {
 	if !dynamicLoading {
@@ -114,7 +114,7 @@ func TestNCCLFake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestNCCLFakeChild$", "-test.v")
-	cmd.Env = append(os.Environ(), EnvLibNCCL+"="+lib, "DETCOLL_TEST_NCCL_FAKE=1")
+	cmd.Env = append(os.Environ(), EnvLib+"="+lib, "DETCOLL_TEST_NCCL_FAKE=1")
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("child output:\n%s", strings.TrimSpace(string(out)))
@@ -131,19 +131,19 @@ func TestNCCLFakeChild(t *testing.T) {
 	if os.Getenv("DETCOLL_TEST_NCCL_FAKE") == "" {
 		t.Skip("run by TestNCCLFake")
 	}
-	if err := LoadNCCL(); err != nil {
+	if err := Load(); err != nil {
 		t.Fatal(err)
 	}
-	if name := NCCLLibrary(); name != os.Getenv(EnvLibNCCL) {
-		t.Errorf("NCCLLibrary() = %q; want %q", name, os.Getenv(EnvLibNCCL))
+	if name := Library(); name != os.Getenv(EnvLib) {
+		t.Errorf("Library() = %q; want %q", name, os.Getenv(EnvLib))
 	}
-	if err := LoadNCCL(); err != nil {
-		t.Errorf("second LoadNCCL = %v; want nil", err)
+	if err := Load(); err != nil {
+		t.Errorf("second Load = %v; want nil", err)
 	}
-	if v, err := NCCLVersion(); err != nil || v != 22803 {
-		t.Errorf("NCCLVersion() = %d, %v; want 22803", v, err)
+	if v, err := Version(); err != nil || v != 22803 {
+		t.Errorf("Version() = %d, %v; want 22803", v, err)
 	}
-	id, err := NCCLGetUniqueID()
+	id, err := GetUniqueID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,17 +155,17 @@ func TestNCCLFakeChild(t *testing.T) {
 	for i := range id {
 		id[i] = byte(255 - i)
 	}
-	comm, err := NCCLCommInitRank(3, id, 2)
+	comm, err := CommInitRank(3, id, 2)
 	if err != nil || comm != 0xC0FFEE0 {
-		t.Fatalf("NCCLCommInitRank = %#x, %v; want 0xc0ffee0", uintptr(comm), err)
+		t.Fatalf("CommInitRank = %#x, %v; want 0xc0ffee0", uintptr(comm), err)
 	}
 	for name, err := range map[string]error{
-		"GroupStart":    NCCLGroupStart(),
-		"AllReduce":     comm.AllReduce(0x1110, 0x2220, 5, NCCLFloat32, NCCLMax, 0x3330),
-		"ReduceScatter": comm.ReduceScatter(0x1111, 0x2221, 6, NCCLBfloat16, NCCLSum, 0x3331),
-		"AllGather":     comm.AllGather(0x1112, 0x2222, 1<<33, NCCLUint8, 0x3332),
-		"Broadcast":     comm.Broadcast(0x1113, 0x2223, 8, NCCLInt64, 1, 0x3333),
-		"GroupEnd":      NCCLGroupEnd(),
+		"GroupStart":    GroupStart(),
+		"AllReduce":     comm.AllReduce(0x1110, 0x2220, 5, Float32, Max, 0x3330),
+		"ReduceScatter": comm.ReduceScatter(0x1111, 0x2221, 6, Bfloat16, Sum, 0x3331),
+		"AllGather":     comm.AllGather(0x1112, 0x2222, 1<<33, Uint8, 0x3332),
+		"Broadcast":     comm.Broadcast(0x1113, 0x2223, 8, Int64, 1, 0x3333),
+		"GroupEnd":      GroupEnd(),
 		"Abort":         comm.Abort(),
 		"Destroy":       comm.Destroy(),
 	} {
@@ -177,19 +177,19 @@ func TestNCCLFakeChild(t *testing.T) {
 	// Failures: the error names the call and its arguments, carries
 	// ncclGetErrorString's text and the last warning, and unwraps to the
 	// code.
-	err = comm.AllReduce(0x1110, 0x2220, 4, NCCLFloat32, NCCLMax, 0x3330)
+	err = comm.AllReduce(0x1110, 0x2220, 4, Float32, Max, 0x3330)
 	want := "ncclAllReduce(0x1110, 0x2220, 4, float32, max, 13104): ncclInvalidArgument (4): fake invalid argument; " +
 		"NCCL's last warning: allreduce 0x1110 0x2220 4 7 2 0xc0ffee0 0x3330"
-	var ne *NCCLError
-	if !errors.As(err, &ne) || ne.Result != NCCLInvalidArgument || err.Error() != want {
+	var ne *Error
+	if !errors.As(err, &ne) || ne.Result != InvalidArgument || err.Error() != want {
 		t.Errorf("bad AllReduce = %v; want %q", err, want)
 	}
-	_, err = NCCLCommInitRank(3, [NCCLUniqueIDBytes]byte{}, 2)
+	_, err = CommInitRank(3, UniqueID{}, 2)
 	if want := "ncclCommInitRank(3, 2): ncclInvalidArgument (4): fake invalid argument; NCCL's last warning: id byte 0 is 0"; err == nil || err.Error() != want {
-		t.Errorf("NCCLCommInitRank with a wrong id = %v; want %q", err, want)
+		t.Errorf("CommInitRank with a wrong id = %v; want %q", err, want)
 	}
-	var r NCCLResult
-	if err := NCCLComm(1).Abort(); !errors.As(err, &r) || r != NCCLInvalidUsage || !strings.Contains(err.Error(), "fake invalid usage") {
+	var r Result
+	if err := Comm(1).Abort(); !errors.As(err, &r) || r != InvalidUsage || !strings.Contains(err.Error(), "fake invalid usage") {
 		t.Errorf("Abort of a bad communicator = %v; want ncclInvalidUsage with NCCL's text", err)
 	}
 }

@@ -1,0 +1,161 @@
+package nccl
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/cuda/gputest"
+)
+
+// TestNCCLSingleRankGPU drives the real NCCL through every wrapped call on
+// a communicator of one rank on device 0, where each collective is a copy
+// that can be checked bit for bit, and checks that NCCL's own errors come
+// back as *Error with its text. It skips without a GPU or NCCL.
+func TestNCCLSingleRankGPU(t *testing.T) {
+	gpuTest(t)
+	if err := Load(); err != nil {
+		t.Skipf("no NCCL: %v", err)
+	}
+	v, err := Version()
+	check(t, err)
+	t.Logf("NCCL %d.%d.%d (code %d) from %s", v/10000, v/100%100, v%100, v, Library())
+
+	id, err := GetUniqueID()
+	check(t, err)
+	if id == (UniqueID{}) {
+		t.Fatal("ncclGetUniqueId returned an all-zero id")
+	}
+	comm, err := CommInitRank(1, id, 0)
+	check(t, err)
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			comm.Abort()
+		}
+	})
+	// A blocking stream: work on it waits for the synchronous copies
+	// (legacy default stream) that set up its inputs.
+	s, err := driver.StreamCreate(driver.StreamDefault)
+	check(t, err)
+	t.Cleanup(func() { s.Destroy() })
+
+	const n = 1<<16 + 3 // float32 elements
+	rng := seeded(t)
+	in := make([]byte, 4*n)
+	for i := range in {
+		in[i] = byte(rng.Uint32())
+	}
+	x, y := alloc(t, 4*n), alloc(t, 4*n)
+	check(t, driver.MemcpyHtoD(x, in))
+	run := func(what string, call func() error) {
+		t.Helper()
+		check(t, driver.MemsetD8(y, 0x5A, 4*n)) // poison
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		check(t, s.Synchronize())
+		got := make([]byte, 4*n)
+		check(t, driver.MemcpyDtoH(got, y))
+		// One rank: a sum is the input itself, NaN payloads included (NCCL
+		// adds nothing to a lone contribution).
+		if !bytes.Equal(got, in) {
+			i := 0
+			for got[i] == in[i] {
+				i++
+			}
+			t.Errorf("%s: byte %d = %#x; want %#x", what, i, got[i], in[i])
+		}
+	}
+	run("ncclAllReduce", func() error { return comm.AllReduce(x, y, n, Float32, Sum, s) })
+	run("ncclReduceScatter", func() error { return comm.ReduceScatter(x, y, n, Float32, Sum, s) })
+	run("ncclAllGather", func() error { return comm.AllGather(x, y, 4*n, Uint8, s) })
+	run("ncclBroadcast", func() error { return comm.Broadcast(x, y, 2*n, Bfloat16, 0, s) })
+	run("group", func() error {
+		check(t, GroupStart())
+		check(t, comm.AllGather(x, y, n, Int32, s))
+		check(t, comm.AllReduce(x, y, n/2, Int64, Max, s)) // overwrites the same bytes again
+		return GroupEnd()
+	})
+
+	err = comm.AllReduce(x, y, n, DataType(99), Sum, s)
+	var ne *Error
+	if !errors.As(err, &ne) || ne.Result != InvalidArgument || ne.Text == "" {
+		t.Errorf("AllReduce of type 99 = %v; want an *Error with ncclInvalidArgument and NCCL's text", err)
+	}
+	t.Logf("NCCL's error: %v", err)
+
+	check(t, comm.Destroy())
+	destroyed = true
+
+	// Abort ends a second communicator.
+	id2, err := GetUniqueID()
+	check(t, err)
+	comm2, err := CommInitRank(1, id2, 0)
+	check(t, err)
+	check(t, comm2.Abort())
+}
+
+// gpuTest loads the driver, locks the test goroutine to its OS thread and
+// makes device 0's primary context current there, undoing it all in
+// cleanups. It skips the test where there is no driver or device (fails,
+// under DETCOLL_REQUIRE_GPU=1: gputest).
+func gpuTest(t *testing.T) {
+	t.Helper()
+	if err := driver.Load(); err != nil {
+		gputest.Missing(t, "no CUDA driver: %v", err)
+		return
+	}
+	t.Cleanup(func() {
+		if err := driver.Unload(); err != nil {
+			t.Errorf("driver.Unload: %v", err)
+		}
+	})
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	n, err := driver.DeviceCount()
+	check(t, err)
+	if n == 0 {
+		gputest.Missing(t, "no CUDA device")
+	}
+	dev, err := driver.DeviceGet(0)
+	check(t, err)
+	ctx, err := dev.PrimaryCtxRetain()
+	check(t, err)
+	t.Cleanup(func() {
+		if err := dev.PrimaryCtxRelease(); err != nil {
+			t.Errorf("PrimaryCtxRelease: %v", err)
+		}
+	})
+	check(t, ctx.SetCurrent())
+	t.Cleanup(func() { driver.Context(0).SetCurrent() })
+}
+
+func alloc(t *testing.T, size int) driver.DevicePtr {
+	t.Helper()
+	p, err := driver.MemAlloc(size)
+	check(t, err)
+	t.Cleanup(func() {
+		if err := driver.MemFree(p); err != nil {
+			t.Errorf("MemFree: %v", err)
+		}
+	})
+	return p
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seeded(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 0))
+}
