@@ -3,6 +3,7 @@ package cuda
 import (
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // kernel names one entry point of collective.cu.
@@ -63,9 +64,30 @@ type planner struct {
 	block, maxGrid int
 }
 
-// plan returns the launches of req, in stream order. An AllReduceStaged
-// call skips the reserve and the copy: Stage reserved the staging and the
-// caller wrote the input into it.
+// path returns the protocol path of a call (internal/proto). It depends
+// only on the signature and the world size, so every rank takes the same.
+func (p planner) path(req *base.DeviceRequest, buffers, total int) proto.Path {
+	allReduce := req.Op == base.OpAllReduce || req.Op == base.OpAllReduceStaged
+	switch {
+	case buffers <= maxWork && total <= p.llMax:
+		return proto.LL
+	case p.world == 1:
+		return proto.OneShot
+	case req.Op == base.OpAllReduce:
+		return proto.Push
+	case (req.Op == base.OpReduceScatter || req.Op == base.OpReduceScatterMany) && buffers == 1:
+		return proto.PushScatter
+	case allReduce:
+		// A staged input is in the staging already: reduce-scatter it
+		// into place, then gather the summed shards.
+		return proto.TwoPhase
+	}
+	return proto.OneShot
+}
+
+// plan returns the launches of req, in stream order: its path's schedule
+// (proto.Schedule) cut into launches (launchShapes), each carrying its
+// steps as flags, for each chunk of at most maxWork buffers.
 func (p planner) plan(req *base.DeviceRequest) []step {
 	sizes := req.InputSizes()
 	offs, total := base.StagingLayout(sizes)
@@ -80,83 +102,101 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 		}
 		works[k] = w
 	}
-	mode, kern := uint32(modeNone), kernelCopy
-	switch req.Op {
-	case base.OpAllReduce, base.OpAllReduceStaged:
-		mode, kern = modeReduce, reduceKernel(req.DType)
-	case base.OpReduceScatter, base.OpReduceScatterMany:
-		mode, kern = modeRShard, reduceKernel(req.DType)
-	case base.OpAllGather, base.OpAllGatherMany:
-		mode = modeGather
-	case base.OpBroadcast:
-		mode = modeBcast
-	}
 	staged := req.Op == base.OpAllReduceStaged
-	front := uint32(flagReserve | flagCopyIn | flagPublish)
-	if staged {
-		front = flagPublish // Stage reserved; the input is in place
-	}
-	if len(works) <= maxWork && total <= p.llMax {
+	path := p.path(req, len(works), total)
+	if path == proto.LL {
 		if staged {
 			works[0].In = p.staging
 		}
 		grid, window := p.llGrid(total)
-		return []step{{kernel: kern, grid: grid, flags: flagLL, mode: mode, work: works, window: window}}
+		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: grid, flags: flagLL, mode: opMode(req.Op), work: works, window: window}}
 	}
-	if mode == modeReduce && !staged && p.world > 1 {
-		return []step{
-			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagReserve | flagPublish | flagCompute | flagSent, mode: modePush, work: works},
-			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagWaitSent | flagCompute | flagSent, mode: modeRPush, work: works},
-			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagWaitSent | flagCompute | flagDone, mode: modeGPushed, work: works},
-		}
-	}
-	if mode == modeRShard && len(works) == 1 && p.world > 1 {
-		return []step{
-			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagReserve | flagPublish | flagCompute | flagSent, mode: modePushRS, work: works},
-			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagWaitSent | flagCompute | flagDone, mode: modeRPushRS, work: works},
-		}
-	}
-	if mode == modeReduce && p.world > 1 {
-		// A staged all-reduce's input is in the staging already: reduce-
-		// scatter into place, then gather the summed shards.
-		return []step{
-			{kernel: kernelCopy, grid: p.grid(total, staged), flags: front, work: works},
-			{kernel: kern, grid: p.grid(total/p.world, false), flags: flagReady | flagCompute | flagReduced, mode: modeRInPlace, work: works},
-			{kernel: kernelCopy, grid: p.grid(total, false), flags: flagWaitRed | flagCompute | flagDone, mode: modeGShards, work: works},
-		}
-	}
-	var steps []step
+	shapes := launchShapes(path, staged)
 	chunks := chunk(works)
-	for i, c := range chunks {
-		f := front
-		if i > 0 {
-			f &^= flagReserve
+	steps := make([]step, 0, len(shapes)*len(chunks))
+	for _, sh := range shapes {
+		for i, c := range chunks {
+			f := sh.flags
+			if i > 0 {
+				f &^= waitFlags // a launch's waits are done once, by the first chunk
+			}
+			if i < len(chunks)-1 {
+				f &^= publishFlags // and its publishes once, by the last
+			}
+			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: p.gridOf(req, sh.work, c, total), flags: f, mode: workMode(path, sh.work, req.Op), work: c})
 		}
-		if i < len(chunks)-1 {
-			f &^= flagPublish
-		}
-		steps = append(steps, step{kernel: kernelCopy, grid: p.grid(maxBytes(c), staged), flags: f, work: c})
-	}
-	for i, c := range chunks {
-		f := uint32(flagCompute)
-		if i == 0 {
-			f |= flagReady
-		}
-		if i == len(chunks)-1 {
-			f |= flagDone
-		}
-		out := maxBytes(c)
-		if mode == modeRShard {
-			out /= p.world
-		}
-		steps = append(steps, step{kernel: kern, grid: p.grid(out, false), flags: f, mode: mode, work: c})
 	}
 	return steps
 }
 
 // reserve returns the launch of Stage: wait until the staging is free.
 func (p planner) reserve() step {
-	return step{kernel: kernelCopy, grid: 1, flags: flagReserve}
+	return step{kernel: kernelCopy, grid: 1, flags: launchShapes(proto.ReserveOnly, false)[0].flags}
+}
+
+// kernelOf is the kernel of a launch whose work is a: the element type's
+// reduction where a sums, the byte copy otherwise.
+func (p planner) kernelOf(req *base.DeviceRequest, a proto.Action) kernel {
+	sums := opMode(req.Op) == modeReduce || opMode(req.Op) == modeRShard
+	if sums && (a == proto.Compute || a == proto.ReduceShard) {
+		return reduceKernel(req.DType)
+	}
+	return kernelCopy
+}
+
+// gridOf is the blocks of a launch whose work is a over the buffers ws of
+// a call of total input bytes: one thread per 16-byte vector of what the
+// launch writes.
+func (p planner) gridOf(req *base.DeviceRequest, a proto.Action, ws []work, total int) int {
+	switch {
+	case a == proto.ReduceShard:
+		return p.grid(total / p.world)
+	case a == proto.Gather:
+		return p.grid(total)
+	case a == proto.Compute && opMode(req.Op) == modeRShard:
+		return p.grid(maxBytes(ws) / p.world)
+	case a == proto.Compute || a == proto.CopyIn:
+		return p.grid(maxBytes(ws))
+	}
+	return 1 // no data: a wait or a publish
+}
+
+// opMode is the compute mode of a one-shot call of op.
+func opMode(op base.Op) uint32 {
+	switch op {
+	case base.OpAllReduce, base.OpAllReduceStaged:
+		return modeReduce
+	case base.OpReduceScatter, base.OpReduceScatterMany:
+		return modeRShard
+	case base.OpAllGather, base.OpAllGatherMany:
+		return modeGather
+	case base.OpBroadcast:
+		return modeBcast
+	}
+	return modeNone
+}
+
+// workMode is the compute mode of a launch whose work is a on path.
+func workMode(path proto.Path, a proto.Action, op base.Op) uint32 {
+	switch {
+	case path == proto.Push && a == proto.CopyIn:
+		return modePush
+	case path == proto.Push && a == proto.ReduceShard:
+		return modeRPush
+	case path == proto.Push && a == proto.Gather:
+		return modeGPushed
+	case path == proto.PushScatter && a == proto.CopyIn:
+		return modePushRS
+	case path == proto.PushScatter && a == proto.ReduceShard:
+		return modeRPushRS
+	case a == proto.ReduceShard:
+		return modeRInPlace
+	case a == proto.Gather:
+		return modeGShards
+	case a == proto.Compute:
+		return opMode(op)
+	}
+	return modeNone
 }
 
 // llGrid returns the blocks of an LL launch for an image of n bytes and
@@ -173,12 +213,8 @@ func (p planner) llGrid(n int) (grid, window int) {
 }
 
 // grid returns the blocks for a launch that moves n bytes per buffer: one
-// thread per 16-byte vector, at least one block, at most maxGrid. A launch
-// that copies nothing (staged) needs one block.
-func (p planner) grid(n int, nothing bool) int {
-	if nothing {
-		return 1
-	}
+// thread per 16-byte vector, at least one block, at most maxGrid.
+func (p planner) grid(n int) int {
 	per := 16 * p.block
 	return max(1, min(p.maxGrid, (n+per-1)/per))
 }

@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 func testPlanner(rank, world int) planner {
@@ -141,8 +143,38 @@ func TestPlanBroadcastCopiesOnlyAtRoot(t *testing.T) {
 func TestPlanGrid(t *testing.T) {
 	p := testPlanner(0, 2)
 	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {8192, 1}, {8193, 2}, {1 << 30, 264}} {
-		if got := p.grid(tc.n, false); got != tc.want {
+		if got := p.grid(tc.n); got != tc.want {
 			t.Errorf("grid(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestLaunchShapes: each path's schedule (internal/proto) becomes these
+// launches; the kernels take each launch's flags in the schedule's order.
+func TestLaunchShapes(t *testing.T) {
+	for _, tc := range []struct {
+		path   proto.Path
+		staged bool
+		want   []uint32
+	}{
+		{proto.OneShot, false, []uint32{flagReserve | flagCopyIn | flagPublish, flagReady | flagCompute | flagDone}},
+		{proto.OneShot, true, []uint32{flagPublish, flagReady | flagCompute | flagDone}},
+		{proto.TwoPhase, true, []uint32{flagPublish, flagReady | flagCompute | flagReduced, flagWaitRed | flagCompute | flagDone}},
+		{proto.Push, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
+		{proto.PushScatter, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
+		{proto.ReserveOnly, false, []uint32{flagReserve}},
+	} {
+		var got []uint32
+		var steps []proto.Step
+		for _, sh := range launchShapes(tc.path, tc.staged) {
+			got = append(got, sh.flags)
+			steps = append(steps, sh.steps...)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%v staged=%v: flags %#x, want %#x", tc.path, tc.staged, got, tc.want)
+		}
+		if !slices.Equal(steps, proto.Schedule(tc.path, tc.staged)) {
+			t.Errorf("%v staged=%v: the launches carry %v, not the schedule", tc.path, tc.staged, steps)
 		}
 	}
 }

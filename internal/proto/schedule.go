@@ -25,10 +25,29 @@ const (
 	// Closing: Close. The ranks meet like a call with no data, then wait
 	// until every peer has released this rank's memory.
 	Closing
+	// LL: a small call in one GPU launch. Each rank writes its signature
+	// and input as flagged lines straight into every peer's receive slot
+	// (CopyIn, Sign), and every line carries the stage with it (Publish
+	// costs nothing more), so the meet is the receiver's poll of its own
+	// slot. Two slots alternate, so the reserve waits for the call before
+	// last (Done >= seq-2); the staged form skips it, since Stage reserved
+	// for seq-1.
+	LL
+	// Push: a large all-reduce on GPUs. Each rank signs and publishes,
+	// writes part p of its input into rank p's staging and pushes Sent1
+	// to it; once every peer's Sent1 is in, it sums its part, writes the
+	// sum into every peer's staging and pushes Sent2; then it copies the
+	// peers' sums out. Only NVLink writes cross between GPUs, no reads.
+	Push
+	// PushScatter: Push for a reduce-scatter, which ends at the sum.
+	PushScatter
 	numPaths
 )
 
-var pathNames = [numPaths]string{OneShot: "one-shot", TwoPhase: "two-phase", Streamed: "streamed", ReserveOnly: "reserve", Closing: "close"}
+var pathNames = [numPaths]string{
+	OneShot: "one-shot", TwoPhase: "two-phase", Streamed: "streamed", ReserveOnly: "reserve", Closing: "close",
+	LL: "ll", Push: "push", PushScatter: "push-scatter",
+}
 
 func (p Path) String() string {
 	if p == 0 || p >= numPaths {
@@ -54,7 +73,9 @@ const (
 	// Await: wait until every peer's Word is at least the step's target.
 	// Its end is Decide's verdict.
 	Await Action = iota + 1
-	// CopyIn: write this rank's input into its staging.
+	// CopyIn: write this rank's input where its peers read it: its own
+	// staging (LL: every peer's receive slot; Push: part p into rank p's
+	// staging).
 	CopyIn
 	// ResetStaged: set this rank's Staged word to 0 (see Streamed).
 	ResetStaged
@@ -70,9 +91,12 @@ const (
 	// streamed call stages and copies chunk by chunk here).
 	Compute
 	// ReduceShard: sum this rank's shard of every peer's staging into
-	// its own staging (TwoPhase).
+	// its own staging (TwoPhase), or its part of every peer's input,
+	// which the peers pushed into its staging, into the output and every
+	// peer's staging (Push; PushScatter: into the output alone).
 	ReduceShard
-	// Gather: copy every rank's reduced shard into the output (TwoPhase).
+	// Gather: copy every rank's reduced shard into the output (TwoPhase;
+	// Push: from this rank's own staging, where the peers pushed them).
 	Gather
 	numActions
 )
@@ -147,6 +171,15 @@ func init() {
 		schedules[TwoPhase][staged] = cat(front, meet, twoPhase, []Step{release})
 	}
 	schedules[Streamed][0] = cat([]Step{reserve, {Action: ResetStaged}}, meet, []Step{compute, release})
+	// The LL lines carry signature and stage together with the data.
+	llMeet := []Step{copyIn, sign, publishSt, awaitReady, check, compute, release}
+	schedules[LL][0] = cat([]Step{{Action: Await, Word: Done, Behind: 2, Phase: PhaseReserve}}, llMeet)
+	schedules[LL][1] = llMeet
+	// A push path checks the signatures once the peers' first pushes are
+	// in: Sent1 comes after their Stage, so it implies it.
+	pushFront := []Step{reserve, sign, publishSt, copyIn, {Action: Publish, Word: Sent1}, {Action: Await, Word: Sent1, Phase: PhaseReady}, check, {Action: ReduceShard}}
+	schedules[Push][0] = cat(pushFront, []Step{{Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, {Action: Gather}, release})
+	schedules[PushScatter][0] = cat(pushFront, []Step{release})
 	schedules[ReserveOnly][0] = reserveOnly
 	schedules[Closing][0] = cat([]Step{reserve}, meet, []Step{release, {Action: Await, Word: Done, Phase: PhaseClose}})
 }

@@ -17,10 +17,16 @@ const (
 	// Staged counts the bytes of the current call's input staged so far
 	// (a streamed call only).
 	Staged
+	// Sent1 and Sent2 are pushed, not read across: each rank writes them
+	// into every receiver's control block (Push, PushScatter). Sent1 says
+	// the writer's parts of its input are in the receiver's staging,
+	// Sent2 that its reduced part is.
+	Sent1
+	Sent2
 	numWords
 )
 
-var wordNames = [numWords]string{Stage: "stage", Reduced: "reduced", Done: "done", Staged: "staged"}
+var wordNames = [numWords]string{Stage: "stage", Reduced: "reduced", Done: "done", Staged: "staged", Sent1: "sent1", Sent2: "sent2"}
 
 func (w Word) String() string {
 	if w == 0 || w >= numWords {
