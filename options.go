@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // Defaults for zero Options fields.
@@ -76,7 +76,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	localRank := 0
 	if o.WorldSize == 0 {
-		job, found, err := launch.FromEnv(os.Getenv)
+		job, found, err := jobenv.FromEnv(os.Getenv)
 		if err != nil {
 			return o, fmt.Errorf("%w: %w", base.ErrInvalid, err)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/bench"
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/mpiref"
 	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/report"
@@ -115,7 +115,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("--nccl-deterministic: the reference is %q, not nccl", f.cfg.Reference)
 	}
 
-	job, launched, err := launch.FromEnv(os.Getenv)
+	job, launched, err := jobenv.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func spawnMPI(ctx context.Context, n int, args []string, stdout, stderr io.Write
 }
 
 // benchRank is one rank of detcoll bench.
-func benchRank(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr io.Writer) error {
+func benchRank(ctx context.Context, f benchFlags, job jobenv.Job, stdout, stderr io.Writer) error {
 	if f.cfg.Backend == "cuda" {
 		return benchCUDA(ctx, f, job, stdout, stderr)
 	}
@@ -218,7 +218,7 @@ func benchRank(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr
 
 // benchComm runs the benchmark on a detcoll communicator of this job, with
 // ref as the reference (nil for none).
-func benchComm(ctx context.Context, f benchFlags, job launch.Job, ref bench.Impl, stdout, stderr io.Writer) error {
+func benchComm(ctx context.Context, f benchFlags, job jobenv.Job, ref bench.Impl, stdout, stderr io.Writer) error {
 	if err := f.outputDirs(job.Rank); err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func writeBenchOutputs(f benchFlags, rep *report.Report, stderr io.Writer) error
 // id: host calls, which a cuda communicator refuses), then the cuda one,
 // then the sides, all on this goroutine's locked thread, where the sides
 // keep the GPU's context current.
-func benchCUDA(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr io.Writer) error {
+func benchCUDA(ctx context.Context, f benchFlags, job jobenv.Job, stdout, stderr io.Writer) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if f.ncclDeterministic {
@@ -381,7 +381,7 @@ func benchCUDA(ctx context.Context, f benchFlags, job launch.Job, stdout, stderr
 // address that rank 0 picks (a free port on the rendezvous host) and
 // passes on through the first: two stores cannot share a port. On error
 // nothing stays open.
-func openWithCoordinator(ctx context.Context, job launch.Job, coordCapacity int64, opts detcoll.Options) (coord, c *detcoll.Comm, err error) {
+func openWithCoordinator(ctx context.Context, job jobenv.Job, coordCapacity int64, opts detcoll.Options) (coord, c *detcoll.Comm, err error) {
 	coord, err = detcoll.Open(ctx, detcoll.Options{Backend: "cpu", Capacity: coordCapacity, Timeout: opts.Timeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the coordinating cpu communicator: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
 	"github.com/detcoll/detcoll/internal/soak"
 )
@@ -94,7 +95,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case *killAfter < 0:
 		return usagef("--kill-rank-after must not be negative, got %v", *killAfter)
 	}
-	job, found, err := launch.FromEnv(os.Getenv)
+	job, found, err := jobenv.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ const closeGrace = 10 * time.Second
 
 // soakRank is one rank under another launcher: the ranks gather their
 // results over the communicator and rank 0 writes the summary.
-func soakRank(ctx context.Context, job launch.Job, cfg soak.Config, opts detcoll.Options, output string,
+func soakRank(ctx context.Context, job jobenv.Job, cfg soak.Config, opts detcoll.Options, output string,
 	stdout, stderr io.Writer) error {
 	start := time.Now()
 	// A cuda communicator makes device calls only: the results are

@@ -6,63 +6,18 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
+
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
-// inheritedPrefixes name the variables of other launchers. Run keeps them
-// from its ranks: left in place, DETCOLL_ADDR or TORCHELASTIC_USE_AGENT_STORE
-// would redirect a rank's rendezvous, and the rest would only confuse a
-// reader of the rank's environment.
-var inheritedPrefixes = []string{"OMPI_", "PMIX_", "SLURM_", "TORCHELASTIC_"}
-
-// ownVars are the variables Run sets, removed from the base environment
-// first so that each appears once.
-var ownVars = []string{
-	envRank, envWorld, envLocalRank, envLocalWorld,
-	envMasterAddr, envMasterPort, envAddr, envSecret,
-}
-
-// baseEnv returns env without the variables that childEnv sets or that
-// belong to other launchers.
-func baseEnv(env []string) []string {
-	out := make([]string, 0, len(env)+len(ownVars))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !dropVar(name) {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func dropVar(name string) bool {
-	for _, p := range inheritedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	for _, v := range ownVars {
-		if name == v {
-			return true
-		}
-	}
-	return false
-}
-
-// childEnv is the environment of rank: base (from baseEnv) plus the
-// variables FromEnv reads. All ranks run on this host, so the local rank and
-// world are the global ones.
+// childEnv is the environment of rank: base (from jobenv.Strip) plus the
+// variables jobenv.FromEnv reads. All ranks run on this host, so the local
+// rank and world are the global ones.
 func childEnv(base []string, rank, world, port int, secret string) []string {
+	job := jobenv.Job{Rank: rank, World: world, LocalRank: rank, LocalWorld: world,
+		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Secret: secret}
 	// The full slice expression makes append copy: ranks share no array.
-	return append(base[:len(base):len(base)],
-		envRank+"="+strconv.Itoa(rank),
-		envWorld+"="+strconv.Itoa(world),
-		envLocalRank+"="+strconv.Itoa(rank),
-		envLocalWorld+"="+strconv.Itoa(world),
-		envMasterAddr+"=127.0.0.1",
-		envMasterPort+"="+strconv.Itoa(port),
-		envSecret+"="+secret,
-	)
+	return append(base[:len(base):len(base)], job.Environ()...)
 }
 
 // newSecret returns 32 random bytes in hex.

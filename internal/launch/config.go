@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // DefaultGrace is the Grace of a Config that leaves it zero.
@@ -24,7 +26,7 @@ type Config struct {
 	Args    []string // arguments after the program name
 
 	// Env is the base environment of every rank; nil means os.Environ().
-	// Run removes what would mislead FromEnv in a rank (see childEnv) and
+	// Run removes what would mislead jobenv.FromEnv in a rank (jobenv.Strip) and
 	// adds the job's variables.
 	Env []string
 
@@ -84,8 +86,8 @@ func (c Config) withDefaults() Config {
 // validate checks c and returns the program's path.
 func (c Config) validate() (path string, err error) {
 	switch {
-	case c.N < 1 || c.N > maxWorld:
-		return "", &ConfigError{"N", fmt.Errorf("%d ranks is not in [1, %d]", c.N, maxWorld)}
+	case c.N < 1 || c.N > jobenv.MaxWorld:
+		return "", &ConfigError{"N", fmt.Errorf("%d ranks is not in [1, %d]", c.N, jobenv.MaxWorld)}
 	case c.Grace < 0:
 		return "", &ConfigError{"Grace", fmt.Errorf("%v is negative", c.Grace)}
 	case c.ReportGrace < 0:

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/store"
 )
 
@@ -109,7 +110,7 @@ type exit struct {
 // start starts the ranks in order; on error, the ranks started so far run on
 // for supervise to stop.
 func (j *job) start(path string, port int, secret string) error {
-	base := baseEnv(j.cfg.Env)
+	base := jobenv.Strip(j.cfg.Env)
 	for rank := range j.cfg.N {
 		cmd := exec.Command(path, j.cfg.Args...)
 		cmd.Args[0] = j.cfg.Program
@@ -365,6 +366,7 @@ func (j *job) tell(e exit) {
 		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 		defer cancel()
 		err := store.Report(ctx, j.addr, world, secret, e.rank, reason)
+		fmt.Fprintf(os.Stderr, "DEBUG report rank %d: %v\n", e.rank, err)
 		if errors.Is(err, store.ErrNoServer) {
 			j.tombstone, _ = store.Tombstone(j.addr, world, secret, e.rank, reason)
 		}

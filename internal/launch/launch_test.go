@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // harness runs jobs of the test binary (see playRole) and fails the test if
@@ -256,8 +258,9 @@ func TestRunEnv(t *testing.T) {
 	secrets := make(map[string]bool)
 	for job := range 2 {
 		cfg := h.config(n, "*=env")
-		cfg.Env = append(cfg.Env, envRank+"=99", envAddr+"=10.0.0.1:1", envAgentStore+"=True", envRunID+"=x",
-			envOMPIRank+"=5", envOMPIWorld+"=9", envPMIxNamespace+"=ns", envSlurmRank+"=7", envSlurmWorld+"=8")
+		cfg.Env = append(cfg.Env, "RANK=99", "DETCOLL_ADDR=10.0.0.1:1", "TORCHELASTIC_USE_AGENT_STORE=True",
+			"TORCHELASTIC_RUN_ID=x", "OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_SIZE=9", "PMIX_NAMESPACE=ns",
+			"SLURM_PROCID=7", "SLURM_NTASKS=8")
 		if err := Run(testContext(t), cfg); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
@@ -267,7 +270,7 @@ func TestRunEnv(t *testing.T) {
 			if err := json.Unmarshal(h.read("env", rank), &r); err != nil {
 				t.Fatal(err)
 			}
-			want := Job{Rank: rank, World: n, LocalRank: rank, LocalWorld: n, Secret: r.Secret, Source: sourceEnv}
+			want := jobenv.Job{Rank: rank, World: n, LocalRank: rank, LocalWorld: n, Secret: r.Secret, Source: jobenv.SourceEnv}
 			if rank == 0 {
 				rank0 = r
 				want.Addr = r.Job.Addr
@@ -378,7 +381,7 @@ func TestRunBadConfig(t *testing.T) {
 	}{
 		{"no ranks", func(c *Config) { c.N = 0 }, "N"},
 		{"negative ranks", func(c *Config) { c.N = -1 }, "N"},
-		{"too many ranks", func(c *Config) { c.N = maxWorld + 1 }, "N"},
+		{"too many ranks", func(c *Config) { c.N = jobenv.MaxWorld + 1 }, "N"},
 		{"no program", func(c *Config) { c.Program = "" }, "Program"},
 		{"program not in PATH", func(c *Config) { c.Program = "detcoll-no-such-program" }, "Program"},
 		{"program not a file", func(c *Config) { c.Program = "/nonexistent/detcoll" }, "Program"},

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // The test binary doubles as the program Run launches (style rule 15): with
@@ -35,12 +37,13 @@ func TestMain(m *testing.M) {
 // plantedVars are variables of other launchers that a test puts in
 // Config.Env; none may reach a rank.
 var plantedVars = []string{
-	envAddr, envAgentStore, envRunID, envOMPIRank, envOMPIWorld, envPMIxNamespace, envSlurmRank, envSlurmWorld,
+	"DETCOLL_ADDR", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RUN_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+	"PMIX_NAMESPACE", "SLURM_PROCID", "SLURM_NTASKS",
 }
 
 // childEnvReport is what the "env" role writes.
 type childEnvReport struct {
-	Job       Job
+	Job       jobenv.Job
 	Found     bool
 	Err       string
 	Secret    string
@@ -65,7 +68,7 @@ type childEnvReport struct {
 //	                  write its pid to grandchild-RANK, wait until it is
 //	                  ready, exit 0
 func playRole(spec string) int {
-	rank := os.Getenv(envRank)
+	rank := os.Getenv("RANK")
 	dir := os.Getenv(dirVar)
 	role := ""
 	for entry := range strings.SplitSeq(spec, ",") {
@@ -83,7 +86,7 @@ func playRole(spec string) int {
 		return 0
 	case strings.HasPrefix(role, "exit:"):
 		code, _ := strconv.Atoi(strings.TrimPrefix(role, "exit:"))
-		world, _ := strconv.Atoi(os.Getenv(envWorld))
+		world, _ := strconv.Atoi(os.Getenv("WORLD_SIZE"))
 		waitFor(func() bool {
 			ready, _ := filepath.Glob(filepath.Join(dir, "ready-*"))
 			return len(ready) == world-1
@@ -114,11 +117,11 @@ func playRole(spec string) int {
 	case role == "env":
 		var r childEnvReport
 		var err error
-		r.Job, r.Found, err = FromEnv(os.Getenv)
+		r.Job, r.Found, err = jobenv.FromEnv(os.Getenv)
 		if err != nil {
 			r.Err = err.Error()
 		}
-		r.Secret = os.Getenv(envSecret)
+		r.Secret = os.Getenv("DETCOLL_SECRET")
 		for _, name := range plantedVars {
 			if v, ok := os.LookupEnv(name); ok {
 				r.Inherited = append(r.Inherited, name+"="+v)

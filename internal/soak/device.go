@@ -7,7 +7,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // deviceExec runs calls on device memory of a cuda communicator: the
@@ -228,7 +228,7 @@ func deviceFree(opts detcoll.Options) int64 {
 	ordinal := opts.Device
 	if ordinal <= 0 {
 		ordinal = 0
-		if job, found, err := launch.FromEnv(os.Getenv); err == nil && found {
+		if job, found, err := jobenv.FromEnv(os.Getenv); err == nil && found {
 			ordinal = job.LocalRank
 		}
 	}

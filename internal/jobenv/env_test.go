@@ -1,4 +1,4 @@
-package launch
+package jobenv
 
 import (
 	"errors"
@@ -29,78 +29,78 @@ func TestFromEnv(t *testing.T) {
 			name: "detcoll run",
 			env: []string{envRank, "2", envWorld, "4", envLocalRank, "2", envLocalWorld, "4",
 				envMasterAddr, "127.0.0.1", envMasterPort, "29400", envSecret, secret},
-			want: Job{2, 4, 2, 4, "127.0.0.1:29400", secret, sourceEnv},
+			want: Job{2, 4, 2, 4, "127.0.0.1:29400", secret, SourceEnv},
 		},
 		{
 			name: "hand set, one host, world of one",
 			env:  []string{envRank, "0", envWorld, "1"},
-			want: Job{0, 1, 0, 1, "127.0.0.1:29500", "", sourceEnv},
+			want: Job{0, 1, 0, 1, "127.0.0.1:29500", "", SourceEnv},
 		},
 		{
 			name: "torchrun agent store takes MASTER_PORT",
 			env: []string{envRank, "3", envWorld, "8", envLocalRank, "1", envLocalWorld, "2", envRunID, "abc",
 				envAgentStore, "True", envMasterAddr, "node0", envMasterPort, "29500", envSecret, secret},
-			want: Job{3, 8, 1, 2, "node0:29501", secret, sourceTorchrun},
+			want: Job{3, 8, 1, 2, "node0:29501", secret, SourceTorchrun},
 		},
 		{
 			name: "bracketed IPv6 MASTER_ADDR",
 			env:  []string{envRank, "0", envWorld, "2", envMasterAddr, "[::1]", envMasterPort, "7", envSecret, secret},
-			want: Job{0, 2, 0, 2, "[::1]:7", secret, sourceEnv},
+			want: Job{0, 2, 0, 2, "[::1]:7", secret, SourceEnv},
 		},
 		{
 			name: "DETCOLL_ADDR overrides MASTER_ADDR and the agent store",
 			env: []string{envRank, "1", envWorld, "2", envMasterAddr, "a", envMasterPort, "1", envAgentStore, "True",
 				envAddr, "[fe80::1%eth0]:4000", envSecret, secret},
-			want: Job{1, 2, 1, 2, "[fe80::1%eth0]:4000", secret, sourceEnv},
+			want: Job{1, 2, 1, 2, "[fe80::1%eth0]:4000", secret, SourceEnv},
 		},
 		{
 			name: "RANK wins over Open MPI and Slurm",
 			env: []string{envRank, "0", envWorld, "1", envOMPIRank, "3", envOMPIWorld, "4",
 				envSlurmRank, "2", envSlurmWorld, "3"},
-			want: Job{0, 1, 0, 1, "127.0.0.1:29500", "", sourceEnv},
+			want: Job{0, 1, 0, 1, "127.0.0.1:29500", "", SourceEnv},
 		},
 		{
 			name: "Open MPI wins over Slurm, default port from PMIx namespace",
 			env: []string{envOMPIRank, "3", envOMPIWorld, "4", envOMPILocalRank, "3", envOMPILocalWorld, "4",
 				envPMIxNamespace, "prterun-host-123@1", envSlurmRank, "2", envSlurmWorld, "3", envSecret, secret},
-			want: Job{3, 4, 3, 4, "127.0.0.1:" + strconv.Itoa(defaultPortFor("prterun-host-123@1")), secret, sourceOpenMPI},
+			want: Job{3, 4, 3, 4, "127.0.0.1:" + strconv.Itoa(defaultPortFor("prterun-host-123@1")), secret, SourceOpenMPI},
 		},
 		{
 			name: "Open MPI without a job id",
 			env:  []string{envOMPIRank, "1", envOMPIWorld, "2", envSecret, secret},
-			want: Job{1, 2, 1, 2, "127.0.0.1:29500", secret, sourceOpenMPI},
+			want: Job{1, 2, 1, 2, "127.0.0.1:29500", secret, SourceOpenMPI},
 		},
 		{
 			name: "no address or secret for torchrun variables: the caller's to find",
 			env:  []string{envRank, "1", envWorld, "2", envRunID, "x"},
-			want: Job{1, 2, 1, 2, "", "", sourceTorchrun},
+			want: Job{1, 2, 1, 2, "", "", SourceTorchrun},
 		},
 		{
 			name: "no address for Open MPI on several hosts",
 			env: []string{envOMPIRank, "0", envOMPIWorld, "4", envOMPILocalRank, "0", envOMPILocalWorld, "2",
 				envPMIxNamespace, "ns"},
-			want: Job{0, 4, 0, 2, "", "", sourceOpenMPI},
+			want: Job{0, 4, 0, 2, "", "", SourceOpenMPI},
 		},
 		{
 			name: "Slurm step layout, later node",
 			env:  slurm(envSlurmNodeID, "2", envSlurmStepTasksPerNode, "3,2(x2)", envAddr, "n0:9"),
-			want: Job{5, 8, 1, 2, "n0:9", secret, sourceSlurm},
+			want: Job{5, 8, 1, 2, "n0:9", secret, SourceSlurm},
 		},
 		{
 			name: "Slurm step layout beats an inherited --ntasks-per-node",
 			env: slurm(envSlurmNodeID, "0", envSlurmStepTasksPerNode, "8", envSlurmNTasksPerNode, "16",
 				envSlurmJobID, "77", envSlurmStepID, "0"),
-			want: Job{5, 8, 1, 8, "127.0.0.1:" + strconv.Itoa(defaultPortFor("77.0")), secret, sourceSlurm},
+			want: Job{5, 8, 1, 8, "127.0.0.1:" + strconv.Itoa(defaultPortFor("77.0")), secret, SourceSlurm},
 		},
 		{
 			name: "Slurm --ntasks-per-node without a node id",
 			env:  slurm(envSlurmNTasksPerNode, "4", envMasterAddr, "n0", envMasterPort, "9"),
-			want: Job{5, 8, 1, 4, "n0:9", secret, sourceSlurm},
+			want: Job{5, 8, 1, 4, "n0:9", secret, SourceSlurm},
 		},
 		{
 			name: "Slurm allocation layout",
 			env:  slurm(envSlurmNodeID, "1", envSlurmTasksPerNode, "4(x2)", envAddr, "n0:9"),
-			want: Job{5, 8, 1, 4, "n0:9", secret, sourceSlurm},
+			want: Job{5, 8, 1, 4, "n0:9", secret, SourceSlurm},
 		},
 	}
 	for _, tt := range tests {
@@ -148,7 +148,7 @@ func TestFromEnvErrors(t *testing.T) {
 		{"rank over int", torch("99999999999999999999", "4"), envRank},
 		{"world zero", torch("0", "0"), envWorld},
 		{"world negative", torch("0", "-2"), envWorld},
-		{"world too big", torch("0", strconv.Itoa(maxWorld+1)), envWorld},
+		{"world too big", torch("0", strconv.Itoa(MaxWorld+1)), envWorld},
 		{"world missing", []string{envRank, "1"}, envWorld},
 		{"rank missing", []string{envWorld, "2"}, envRank},
 		{"local world missing", torch("1", "4", envLocalRank, "1"), envLocalWorld},

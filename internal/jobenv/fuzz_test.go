@@ -1,4 +1,4 @@
-package launch
+package jobenv
 
 import (
 	"errors"
@@ -63,12 +63,19 @@ func FuzzFromEnv(f *testing.F) {
 			}
 			return
 		}
-		if job.Rank < 0 || job.Rank >= job.World || job.World > maxWorld ||
+		if job.Rank < 0 || job.Rank >= job.World || job.World > MaxWorld ||
 			job.LocalRank < 0 || job.LocalRank >= job.LocalWorld || job.LocalWorld > job.World {
 			t.Fatalf("FromEnv = %+v: ranks out of range", job)
 		}
 		if job.Secret != env[envSecret] || job.Source == "" {
 			t.Fatalf("FromEnv = %+v: secret not DETCOLL_SECRET, or no source", job)
+		}
+		// What a launcher writes for the job reads back as the same job.
+		back, found, err := FromEnv(getenvOf(pairs(job.Environ())...))
+		want := job
+		want.Source = SourceEnv
+		if err != nil || !found || back != want {
+			t.Fatalf("FromEnv(%q) = %+v, %v, %v; want %+v", job.Environ(), back, found, err, want)
 		}
 		if job.Addr == "" {
 			if job.World == 1 || env[envAddr] != "" || env[envMasterAddr] != "" {

@@ -1,11 +1,12 @@
-package launch
+package jobenv
 
 import (
 	"fmt"
 	"strconv"
 )
 
-// The variables FromEnv reads. Run sets the torchrun ones and envSecret.
+// The variables FromEnv reads. Job.Environ writes the torchrun ones and
+// envSecret.
 const (
 	envRank       = "RANK"
 	envWorld      = "WORLD_SIZE"
@@ -36,15 +37,16 @@ const (
 
 // Job.Source values.
 const (
-	sourceTorchrun = "torchrun"
-	sourceEnv      = "RANK/WORLD_SIZE" // detcoll run, or set by hand
-	sourceOpenMPI  = "openmpi"
-	sourceSlurm    = "slurm"
+	SourceTorchrun = "torchrun"
+	SourceEnv      = "RANK/WORLD_SIZE" // detcoll run, or set by hand
+	SourceOpenMPI  = "openmpi"
+	SourceSlurm    = "slurm"
 )
 
-// maxWorld bounds the world sizes FromEnv and Run accept: far above any real
-// job, low enough that a typo cannot make a caller size per-rank tables from it.
-const maxWorld = 1 << 20
+// MaxWorld bounds the world sizes FromEnv accepts (and the launcher
+// starts): far above any real job, low enough that a typo cannot make a
+// caller size per-rank tables from it.
+const MaxWorld = 1 << 20
 
 // Job is what a rank learns from its launcher.
 type Job struct {
@@ -72,7 +74,7 @@ type EnvError struct {
 	Err error  // what is wrong with it
 }
 
-func (e *EnvError) Error() string { return "launch: " + e.Var + ": " + e.Err.Error() }
+func (e *EnvError) Error() string { return "jobenv: " + e.Var + ": " + e.Err.Error() }
 
 // Unwrap returns e.Err.
 func (e *EnvError) Unwrap() error { return e.Err }
@@ -135,16 +137,16 @@ func FromEnv(getenv func(string) string) (job Job, found bool, err error) {
 	get := func(name string) setting { return setting{name, getenv(name)} }
 	switch {
 	case getenv(envRank) != "" || getenv(envWorld) != "":
-		job.Source = sourceEnv
+		job.Source = SourceEnv
 		if getenv(envRunID) != "" {
-			job.Source = sourceTorchrun
+			job.Source = SourceTorchrun
 		}
 		err = job.decode(get(envRank), get(envWorld), get(envLocalRank), get(envLocalWorld))
 	case getenv(envOMPIRank) != "" || getenv(envOMPIWorld) != "":
-		job.Source = sourceOpenMPI
+		job.Source = SourceOpenMPI
 		err = job.decode(get(envOMPIRank), get(envOMPIWorld), get(envOMPILocalRank), get(envOMPILocalWorld))
 	case getenv(envSlurmRank) != "":
-		job.Source = sourceSlurm
+		job.Source = SourceSlurm
 		var local setting
 		if local, err = slurmLocalWorld(getenv); err == nil {
 			err = job.decode(get(envSlurmRank), get(envSlurmWorld), get(envSlurmLocalRank), local)
@@ -183,7 +185,7 @@ func (j *Job) decode(rank, world, localRank, localWorld setting) error {
 }
 
 // decodePair decodes a rank and a size that must come together, with
-// 0 <= rank < size <= maxWorld.
+// 0 <= rank < size <= MaxWorld.
 func decodePair(rank, size setting) (r, n int, err error) {
 	switch {
 	case size.value == "":
@@ -194,8 +196,8 @@ func decodePair(rank, size setting) (r, n int, err error) {
 	if n, err = atoi(size); err != nil {
 		return 0, 0, err
 	}
-	if n < 1 || n > maxWorld {
-		return 0, 0, envErrorf(size.name, "%d is not in [1, %d]", n, maxWorld)
+	if n < 1 || n > MaxWorld {
+		return 0, 0, envErrorf(size.name, "%d is not in [1, %d]", n, MaxWorld)
 	}
 	if r, err = atoi(rank); err != nil {
 		return 0, 0, err

@@ -1,4 +1,4 @@
-package launch
+package jobenv
 
 import (
 	"errors"
@@ -61,7 +61,7 @@ func jobAddr(getenv func(string) string, job Job) (string, error) {
 	if job.World == 1 {
 		return net.JoinHostPort("127.0.0.1", strconv.Itoa(defaultPort)), nil
 	}
-	if job.Source == sourceTorchrun || job.Source == sourceEnv || job.LocalWorld < job.World {
+	if job.Source == SourceTorchrun || job.Source == SourceEnv || job.LocalWorld < job.World {
 		return "", nil
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(defaultPortFor(jobID(getenv, job.Source)))), nil
@@ -70,11 +70,11 @@ func jobAddr(getenv func(string) string, job Job) (string, error) {
 // jobID is an identifier that every rank of the job sees alike; "" if none.
 func jobID(getenv func(string) string, source string) string {
 	switch source {
-	case sourceSlurm:
+	case SourceSlurm:
 		if id := getenv(envSlurmJobID); id != "" {
 			return id + "." + getenv(envSlurmStepID)
 		}
-	case sourceOpenMPI:
+	case SourceOpenMPI:
 		if id := getenv(envPMIxNamespace); id != "" {
 			return id
 		}

@@ -1,9 +1,9 @@
-package launch_test
+package jobenv_test
 
 import (
 	"fmt"
 
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
 // A rank of "mpirun -n 4" on one host, with a secret exported to every rank.
@@ -16,7 +16,7 @@ func ExampleFromEnv() {
 		"DETCOLL_ADDR":               "127.0.0.1:29600",
 		"DETCOLL_SECRET":             "0123abcd",
 	}
-	job, found, err := launch.FromEnv(func(name string) string { return env[name] })
+	job, found, err := jobenv.FromEnv(func(name string) string { return env[name] })
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -24,7 +24,7 @@ func ExampleFromEnv() {
 	fmt.Println(found, job.Source, job.Rank, job.World, job.Addr)
 
 	// A process that no launcher started is a world of its own.
-	_, found, err = launch.FromEnv(func(string) string { return "" })
+	_, found, err = jobenv.FromEnv(func(string) string { return "" })
 	fmt.Println(found, err)
 	// Output:
 	// true openmpi 2 4 127.0.0.1:29600
