@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
 	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/verify"
@@ -75,7 +76,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("--backend %q: want cpu or cuda", *backend)
 	}
 
-	job, found, err := launch.FromEnv(os.Getenv)
+	job, found, err := jobenv.FromEnv(os.Getenv)
 	if err != nil {
 		return err
 	} else if !found {
@@ -95,7 +96,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // verifyCUDARank is one rank of detcoll verify --backend cuda: the checks
 // run on a cuda communicator, beside a cpu one of the same ranks that
 // gathers the outcomes (a host call) and runs the cross-backend calls.
-func verifyCUDARank(ctx context.Context, cfg verify.Config, job launch.Job, opts detcoll.Options, stdout io.Writer) error {
+func verifyCUDARank(ctx context.Context, cfg verify.Config, job jobenv.Job, opts detcoll.Options, stdout io.Writer) error {
 	runtime.LockOSThread() // the checks keep the GPU's context current on this thread
 	defer runtime.UnlockOSThread()
 	// The cpu communicator also gathers every row's outcome (Agree).
