@@ -365,10 +365,32 @@ func (j *job) tell(e exit) {
 	j.telling.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 		defer cancel()
-		err := store.Report(ctx, j.addr, world, secret, e.rank, reason)
-		fmt.Fprintf(os.Stderr, "DEBUG report rank %d: %v\n", e.rank, err)
-		if errors.Is(err, store.ErrNoServer) {
-			j.tombstone, _ = store.Tombstone(j.addr, world, secret, e.rank, reason)
-		}
+		j.tombstone, _ = tellStore(ctx,
+			func(ctx context.Context) error { return store.Report(ctx, j.addr, world, secret, e.rank, reason) },
+			func() (*store.Server, error) { return store.Tombstone(j.addr, world, secret, e.rank, reason) })
 	})
+}
+
+// tellStore reports a death (report) or, where nothing listens, hosts the
+// failed store (tombstone). Rank 0 may start listening between the two:
+// then the tombstone cannot have the address, and the report is tried
+// again, now that a store is there to hear it (seen: 1 kill in 40 during
+// Open at W=4 went unreported, and the other ranks waited for the dead one
+// until their timeout). It gives up when ctx ends.
+func tellStore(ctx context.Context, report func(context.Context) error, tombstone func() (*store.Server, error)) (*store.Server, error) {
+	for {
+		err := report(ctx)
+		if !errors.Is(err, store.ErrNoServer) {
+			return nil, err
+		}
+		s, err := tombstone()
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("launch: tell the store: %w (last: %w)", ctx.Err(), err)
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
