@@ -172,11 +172,32 @@ func (c *Comm) mapPeers(ctx context.Context, size int64) error {
 		}
 		m, err := openSegment(d.name, size)
 		if err != nil {
-			return fmt.Errorf("map rank %d's segment: %w", p, err)
+			return c.echoOf(fmt.Errorf("map rank %d's segment: %w", p, err))
 		}
 		c.segs[p] = newSegment(m)
 	}
 	return c.rdv.Barrier(ctx, "cpu/mapped")
+}
+
+// echoWait bounds how long Open waits for the job's failure notice after a
+// peer's segment went missing (echoOf): the notice left the store when the
+// peer heard it, so it takes a loopback round trip, not a timeout.
+const echoWait = time.Second
+
+// echoOf returns the job's failure in place of err, a peer's segment found
+// missing, if the rendezvous reports one within echoWait. A rank that
+// leaves a failed Open removes every segment name (mapPeers), so a missing
+// name is most likely the echo of a failure this rank has not heard of
+// yet; reporting it as this rank's own would blame a healthy rank.
+func (c *Comm) echoOf(err error) error {
+	t := time.NewTimer(echoWait)
+	defer t.Stop()
+	select {
+	case <-c.rdv.Done():
+		return c.rdv.Err()
+	case <-t.C:
+		return err
+	}
 }
 
 // segmentDesc is what a rank tells its peers about its segment at Open.
