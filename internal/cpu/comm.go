@@ -284,10 +284,9 @@ func (c *Comm) fail(err error) error {
 	peers := errors.As(err, &rank) && rank.Rank != c.rank
 	// A peer's failure is the peer's to report; ours we tell everyone.
 	cause := c.poison(err, !peers)
-	if !peers && errors.Is(err, base.ErrMismatch) {
-		err = base.Canonical(err, c.rank)
-		c.cause.Store(&err)
-		return err
+	if found := base.Canonical(err, c.rank); !peers && proto.Prevails(base.FailureOf(cause, c.rank), base.FailureOf(found, c.rank)) {
+		c.cause.Store(&found)
+		return found
 	}
 	return cause
 }

@@ -1,10 +1,10 @@
 package cuda
 
 import (
-	"errors"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // monitorTick is how often the monitor reads the error record, so that a
@@ -72,12 +72,10 @@ func (c *Comm) refresh() {
 	if rec.code == codePeer || rec.code == codeAbort {
 		err = c.peerReport(rec, err)
 	}
-	if errors.Is(err, base.ErrMismatch) {
-		if p := c.cause.Load(); p == nil || !errors.Is(*p, base.ErrMismatch) {
+	if !c.cause.CompareAndSwap(nil, &err) {
+		if p := c.cause.Load(); proto.Prevails(base.FailureOf(*p, c.rank), base.FailureOf(err, c.rank)) {
 			c.cause.Store(&err)
 		}
-	} else {
-		c.cause.CompareAndSwap(nil, &err)
 	}
 	c.recorded.Store(true)
 	// Tell the peers what this rank's kernel found itself; a peer's
@@ -101,7 +99,8 @@ const peerReportWait = time.Second
 // its kernel records it: refresh waits for that, at most peerReportWait,
 // so that every rank reports the same error.
 func (c *Comm) peerReport(rec record, err error) error {
-	k := failureOfStatus(rec.aux, "").Kind
+	f, _ := proto.StatusFailure(rec.aux)
+	k := f.Kind
 	if c.rdv == nil || (k != base.FailureTimeout && k != base.FailureMismatch) {
 		return err
 	}
@@ -138,7 +137,7 @@ func (c *Comm) raiseAbort(err error) {
 	if c.host.Len() == 0 {
 		return
 	}
-	c.hostWord(recAbort).CompareAndSwap(0, statusWord(base.FailureOf(err, c.rank)))
+	c.hostWord(recAbort).CompareAndSwap(0, proto.StatusWord(base.FailureOf(err, c.rank)))
 }
 
 // usable returns why no call can run now, or nil.

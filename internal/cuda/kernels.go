@@ -3,12 +3,17 @@ package cuda
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 )
 
 //go:embed kernels/collective.cu
 var collectiveSource []byte
+
+// kernelSource is what NVRTC compiles: the generated header (header.go),
+// then collective.cu, whose lines keep their numbers in compile errors.
+var kernelSource = slices.Concat(kernelHeader(), []byte("#line 1 \"collective.cu\"\n"), collectiveSource)
 
 // compileOptions are the NVRTC options of the kernels besides the
 // architecture: plain IEEE adds (no contraction into FMA, no flush to
@@ -28,7 +33,7 @@ func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernel
 	if err != nil {
 		return 0, fns, err
 	}
-	cubin, err := driver.BuildKernel(collectiveSource, "collective.cu", arch, compileOptions(world, llMax))
+	cubin, err := driver.BuildKernel(kernelSource, "collective.cu", arch, compileOptions(world, llMax))
 	if err != nil {
 		return 0, fns, fmt.Errorf("compile the kernels for %s: %w", arch, err)
 	}

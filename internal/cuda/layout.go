@@ -1,7 +1,5 @@
 package cuda
 
-import "github.com/detcoll/detcoll/internal/base"
-
 // The layout of a rank's buffer and of the host-mapped error record, and
 // the kernels' flags, modes and codes. They mirror the #defines of
 // kernels/collective.cu (layout_test.go checks that they agree).
@@ -97,27 +95,13 @@ func pushStaging(capacity int64, world int) int64 {
 	return int64(2*world-1) * per
 }
 
-// Error record codes and phases.
+// Error record codes (the phases are proto.Phase).
 const (
 	codeTimeout  = 1
 	codeMismatch = 2
 	codePeer     = 3
 	codeAbort    = 4
-
-	phaseReserve = 1
-	phaseReady   = 2
-	phaseReduced = 3
 )
-
-// statusWord is how a rank's status word (and the abort word) carries a
-// base.Failure, as the cpu backend's: the kind in the high half, the
-// culprit rank + 1 in the low half.
-func statusWord(f base.Failure) uint64 { return uint64(f.Kind)<<32 | uint64(f.Culprit+1) }
-
-// failureOfStatus reads a status word back; text is the reason to report.
-func failureOfStatus(w uint64, text string) base.Failure {
-	return base.Failure{Kind: base.FailureKind(w >> 32), Culprit: int(w&0xFFFFFFFF) - 1, Text: text}
-}
 
 // work is one buffer of a launch. It must match struct Work of the kernels.
 type work struct {

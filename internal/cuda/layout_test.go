@@ -1,51 +1,59 @@
 package cuda
 
 import (
+	"bytes"
+	"flag"
+	"os"
 	"regexp"
-	"strconv"
 	"testing"
 	"unsafe"
-
-	"github.com/detcoll/detcoll/internal/base"
 )
 
-// TestLayoutMatchesKernels checks that the Go constants equal the
-// #defines of collective.cu: the host and the kernels must agree on every
-// offset, flag and code.
-func TestLayoutMatchesKernels(t *testing.T) {
-	defines := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^#define (DC_\w+) (\d+)`).FindAllStringSubmatch(string(collectiveSource), -1) {
-		v, _ := strconv.Atoi(m[2])
-		defines[m[1]] = v
-	}
-	want := map[string]int{
-		"DC_MAX_WORLD": maxWorld, "DC_MAX_WORK": maxWork, "DC_BLOCK": block,
-		"DC_OFF_STAGE": offStage, "DC_OFF_DONE": offDone, "DC_OFF_REDUCED": offReduced,
-		"DC_OFF_STATUS": offStatus, "DC_OFF_SIG": offSig, "DC_SIG_WORDS": sigWords, "DC_OFF_CLAIM": offClaim,
-		"DC_OFF_COUNT_STAGE": offCountStage, "DC_OFF_COUNT_REDUCED": offCountReduced, "DC_OFF_COUNT_DONE": offCountDone, "DC_OFF_TICKET": offTicket,
-		"DC_OFF_PEERS": offPeers, "DC_OFF_ACK": offAck, "DC_OFF_SENT1": offSent1, "DC_OFF_SENT2": offSent2, "DC_OFF_STOPPED": offStopped, "DC_CTRL_SIZE": ctrlSize, "DC_LL_HDR": llHeader,
-		"DC_REC_ABORT": recAbort, "DC_REC_VALID": recValid, "DC_REC_CODE": recCode, "DC_REC_PHASE": recPhase,
-		"DC_REC_OP": recOp, "DC_REC_SEQ": recSeq, "DC_REC_MISSING": recMissing, "DC_REC_AUX": recAux, "DC_REC_SIGS": recSigs,
-		"DC_F_RESERVE": flagReserve, "DC_F_COPYIN": flagCopyIn, "DC_F_PUBLISH": flagPublish,
-		"DC_F_READY": flagReady, "DC_F_WAIT_RED": flagWaitRed, "DC_F_COMPUTE": flagCompute, "DC_F_REDUCED": flagReduced,
-		"DC_F_DONE": flagDone, "DC_F_LL": flagLL, "DC_F_SENT": flagSent, "DC_F_WAIT_SENT": flagWaitSent,
-		"DC_MODE_NONE": modeNone, "DC_MODE_REDUCE": modeReduce, "DC_MODE_RSHARD": modeRShard, "DC_MODE_RINPLACE": modeRInPlace,
-		"DC_MODE_GATHER": modeGather, "DC_MODE_GSHARDS": modeGShards, "DC_MODE_BCAST": modeBcast,
-		"DC_MODE_PUSH": modePush, "DC_MODE_RPUSH": modeRPush, "DC_MODE_GPUSHED": modeGPushed,
-		"DC_MODE_PUSH_RS": modePushRS, "DC_MODE_RPUSH_RS": modeRPushRS,
-		"DC_CODE_TIMEOUT": codeTimeout, "DC_CODE_MISMATCH": codeMismatch, "DC_CODE_PEER": codePeer, "DC_CODE_ABORT": codeAbort,
-		"DC_PHASE_RESERVE": phaseReserve, "DC_PHASE_READY": phaseReady, "DC_PHASE_REDUCED": phaseReduced,
-		"DC_SHARD_ALIGN": shardAlign,
-		"DC_FAIL_LOST":   int(base.FailureLost), "DC_FAIL_TIMEOUT": int(base.FailureTimeout), "DC_FAIL_MISMATCH": int(base.FailureMismatch),
-	}
-	for name, v := range want {
-		got, ok := defines[name]
-		if !ok {
-			t.Errorf("collective.cu does not define %s", name)
-		} else if got != v {
-			t.Errorf("%s: collective.cu says %d, Go says %d", name, got, v)
+var update = flag.Bool("update", false, "rewrite kernels/proto.h from header.go")
+
+// TestKernelHeaderCurrent: kernels/proto.h, the readers' and nvcc's copy
+// of the header the host compiles the kernels with, is what header.go
+// writes. Run go generate (or this test with -update) after changing a
+// shared constant.
+func TestKernelHeaderCurrent(t *testing.T) {
+	const path = "kernels/proto.h"
+	want := kernelHeader()
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s is stale: run go generate ./internal/cuda", path)
+	}
+}
+
+// TestKernelConstantsWrittenOnce: collective.cu defines none of the
+// constants the header carries (a second copy could drift from Go's).
+func TestKernelConstantsWrittenOnce(t *testing.T) {
+	shared := map[string]bool{}
+	for _, g := range headerGroups() {
+		for _, d := range g.defs {
+			if shared[d.name] {
+				t.Errorf("the header defines %s twice", d.name)
+			}
+			shared[d.name] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?m)^#define (DC_\w+)`).FindAllStringSubmatch(string(collectiveSource), -1) {
+		if shared[m[1]] {
+			t.Errorf("collective.cu defines %s, which the generated header carries", m[1])
+		}
+	}
+}
+
+// TestLayout: the control block's arrays do not overlap, and kernelArgs is
+// laid out as struct Args.
+func TestLayout(t *testing.T) {
 	if got := offPeers + 8*maxWorld; got > offAck {
 		t.Errorf("the peer table ends at %d, past the ack array (%d)", got, offAck)
 	}

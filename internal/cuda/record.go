@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // record is a failure as a kernel wrote it into the host-mapped error
@@ -36,19 +36,13 @@ func decodeRecord(mem []byte, world int) (r record, ok bool) {
 		sigs: make([]base.Signature, world),
 	}
 	for p := range r.sigs {
-		w := func(k int) uint64 { return word(recSigs + 8*(p*sigWords+k)) }
-		r.sigs[p] = base.Signature{
-			Op: base.Op(w(0)), DType: num.DType(w(1)), Count: w(2), Root: uint32(w(3)),
-			Buffers: uint32(w(4)), Layout: w(5), Seq: w(6),
+		var w [proto.SignatureWords]uint64
+		for k := range w {
+			w[k] = word(recSigs + 8*(p*sigWords+k))
 		}
+		r.sigs[p] = proto.DecodeSignature(w)
 	}
 	return r, true
-}
-
-var phaseNames = map[uint64]string{
-	phaseReserve: "waiting for peers to release the staging memory",
-	phaseReady:   "waiting for peers to stage their inputs",
-	phaseReduced: "waiting for peers' reduced shards",
 }
 
 // err turns the record into the error the cpu backend would return for
@@ -61,11 +55,14 @@ func (r record) err(rank int, timeout time.Duration) error {
 		for m := r.missing; m != 0; m &= m - 1 {
 			missing = append(missing, bits.TrailingZeros64(m))
 		}
-		return &base.TimeoutError{Op: r.op, Seq: r.seq, Phase: phaseNames[r.phase], Missing: missing, After: timeout}
+		return &base.TimeoutError{Op: r.op, Seq: r.seq, Phase: proto.Phase(r.phase).String(), Missing: missing, After: timeout}
 	case codeMismatch:
 		return &base.MismatchError{Signatures: r.sigs}
 	case codePeer, codeAbort:
-		f := failureOfStatus(r.aux, "")
+		f, ok := proto.StatusFailure(r.aux)
+		if !ok {
+			f = base.Failure{Kind: base.FailureLost, Culprit: -1}
+		}
 		if r.code == codeAbort && f.Culprit == rank && f.Kind == base.FailureLost {
 			return fmt.Errorf("%w: %v #%d: a kernel stopped at the abort word", base.ErrAborted, r.op, r.seq)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // fakeRecord writes a record as a kernel would.
@@ -46,31 +47,31 @@ func TestDecodeRecord(t *testing.T) {
 		mem   []byte
 		check func(error) bool
 	}{
-		{"timeout", fakeRecord(codeTimeout, phaseReady, base.OpAllReduce, 9, 0b1010, 0, sigs), func(err error) bool {
+		{"timeout", fakeRecord(codeTimeout, uint64(proto.PhaseReady), base.OpAllReduce, 9, 0b1010, 0, sigs), func(err error) bool {
 			var te *base.TimeoutError
 			return errors.As(err, &te) && errors.Is(err, context.DeadlineExceeded) && te.Op == base.OpAllReduce &&
-				te.Seq == 9 && reflect.DeepEqual(te.Missing, []int{1, 3}) && te.After == timeout && te.Phase == phaseNames[phaseReady]
+				te.Seq == 9 && reflect.DeepEqual(te.Missing, []int{1, 3}) && te.After == timeout && te.Phase == proto.PhaseReady.String()
 		}},
-		{"mismatch", fakeRecord(codeMismatch, phaseReady, base.OpAllReduce, 7, 0, 0, sigs), func(err error) bool {
+		{"mismatch", fakeRecord(codeMismatch, uint64(proto.PhaseReady), base.OpAllReduce, 7, 0, 0, sigs), func(err error) bool {
 			var me *base.MismatchError
 			return errors.As(err, &me) && errors.Is(err, base.ErrMismatch) && reflect.DeepEqual(me.Signatures, sigs)
 		}},
-		{"peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(base.Failure{Kind: base.FailureLost, Culprit: 1}), sigs), func(err error) bool {
+		{"peer", fakeRecord(codePeer, uint64(proto.PhaseReserve), base.OpBroadcast, 3, 0, proto.StatusWord(base.Failure{Kind: base.FailureLost, Culprit: 1}), sigs), func(err error) bool {
 			var re *base.RankError
 			return errors.As(err, &re) && re.Rank == 1 && errors.Is(err, base.ErrPeerLost)
 		}},
 		// A peer's timeout or mismatch is the same error type on every rank
 		// (base.Failure.Err); the status word carries only its kind and
 		// culprit, the rendezvous the rest (refresh).
-		{"peer's peer", fakeRecord(codePeer, phaseReserve, base.OpBroadcast, 3, 0, statusWord(base.Failure{Kind: base.FailureMismatch, Culprit: 0}), sigs), func(err error) bool {
+		{"peer's peer", fakeRecord(codePeer, uint64(proto.PhaseReserve), base.OpBroadcast, 3, 0, proto.StatusWord(base.Failure{Kind: base.FailureMismatch, Culprit: 0}), sigs), func(err error) bool {
 			var me *base.MismatchError
 			return errors.As(err, &me) && errors.Is(err, base.ErrMismatch)
 		}},
-		{"abort by a peer", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureTimeout, Culprit: 1}), sigs), func(err error) bool {
+		{"abort by a peer", fakeRecord(codeAbort, uint64(proto.PhaseReady), base.OpAllReduce, 3, 0, proto.StatusWord(base.Failure{Kind: base.FailureTimeout, Culprit: 1}), sigs), func(err error) bool {
 			var te *base.TimeoutError
 			return errors.As(err, &te) && errors.Is(err, base.ErrTimeout)
 		}},
-		{"own abort", fakeRecord(codeAbort, phaseReady, base.OpAllReduce, 3, 0, statusWord(base.Failure{Kind: base.FailureLost, Culprit: 0}), sigs), func(err error) bool {
+		{"own abort", fakeRecord(codeAbort, uint64(proto.PhaseReady), base.OpAllReduce, 3, 0, proto.StatusWord(base.Failure{Kind: base.FailureLost, Culprit: 0}), sigs), func(err error) bool {
 			return errors.Is(err, base.ErrAborted)
 		}},
 	} {

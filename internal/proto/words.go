@@ -10,12 +10,17 @@ import (
 // a mismatch's, is 0). The whole failure travels beside it where there is
 // room (base.Failure.Encode); the word alone is what a GPU kernel writes and
 // reads.
-func StatusWord(f base.Failure) uint64 { return uint64(f.Kind)<<32 | uint64(uint32(f.Culprit+1)) }
+func StatusWord(f base.Failure) uint64 {
+	return uint64(f.Kind)<<StatusKindShift | uint64(uint32(f.Culprit+1))
+}
+
+// StatusKindShift is where the kind starts in a status word.
+const StatusKindShift = 32
 
 // StatusFailure decodes a status word; ok is false for 0 (healthy) and for a
 // word that names no kind.
 func StatusFailure(w uint64) (f base.Failure, ok bool) {
-	kind := base.FailureKind(w >> 32)
+	kind := base.FailureKind(w >> StatusKindShift)
 	if w == 0 || kind < base.FailureLost || kind > base.FailureInvalid {
 		return f, false
 	}

@@ -2,7 +2,7 @@
 //
 // Compiled at run time by NVRTC for the device's architecture, once per
 // world size (-DDC_WORLD=W), so that the tree over the ranks unrolls into
-// registers. It includes no header: loads, stores, fences, atomics, adds and
+// registers. It includes no CUDA header: loads, stores, fences, atomics, adds and
 // conversions are inline PTX, which pins down exactly the instructions the
 // contract needs (acquire/release at system scope, round-to-nearest adds
 // that no compiler can contract into an FMA, no flush to zero).
@@ -67,30 +67,10 @@ typedef unsigned short u16;
 #ifndef DC_WORLD
 #error "compile with -DDC_WORLD=<world size>"
 #endif
-#define DC_MAX_WORLD 64
-#define DC_MAX_WORK 8
-#define DC_BLOCK 512  // threads per block of every launch
-
-// Control block of a rank's buffer (bytes). Must match layout.go.
-#define DC_OFF_STAGE 0
-#define DC_OFF_DONE 128
-#define DC_OFF_REDUCED 256
-#define DC_OFF_STATUS 384
-#define DC_OFF_SIG 512
-#define DC_SIG_WORDS 8
-#define DC_OFF_CLAIM 640
-#define DC_OFF_COUNT_STAGE 768
-#define DC_OFF_COUNT_REDUCED 832
-#define DC_OFF_COUNT_DONE 896
-#define DC_OFF_TICKET 960  // LL: blocks take their windows in the order they start
-#define DC_OFF_PEERS 1024
-// Words peers push into this rank's control block, one per rank: the
-// waits on them poll local memory.
-#define DC_OFF_ACK 2048    // ack[p]: rank p's done
-#define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
-#define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
-#define DC_OFF_STOPPED 3584  // stopped[p]: rank p's kernels have stopped (written by its host in Close)
-#define DC_CTRL_SIZE 4096
+// The constants shared with Go (limits, the control block's and the error
+// record's layout, launch flags, modes, codes, phases, failure kinds) are
+// in proto.h, generated from Go (internal/cuda/header.go), which the host
+// puts before this file when it compiles it (nvcc: -include proto.h).
 
 // The LL area of a rank's buffer, at Args.ll: receive[2 slots][kWorld
 // senders] of DC_LL_SLOT bytes, then scratch[kWorld] of DC_LL_MAX bytes. A
@@ -99,64 +79,8 @@ typedef unsigned short u16;
 #ifndef DC_LL_MAX
 #error "compile with -DDC_LL_MAX=<largest LL image in bytes>"
 #endif
-#define DC_LL_HDR 128
 #define DC_LL_SLOT (DC_LL_HDR + 2 * DC_LL_MAX)
 static_assert(DC_LL_MAX % 64 == 0, "LL images must be whole 64-byte lines: slots and scratch stay 16-byte aligned");
-
-// Host-mapped error record (bytes). Must match layout.go.
-#define DC_REC_ABORT 0
-#define DC_REC_VALID 64
-#define DC_REC_CODE 72
-#define DC_REC_PHASE 80
-#define DC_REC_OP 88
-#define DC_REC_SEQ 96
-#define DC_REC_MISSING 104
-#define DC_REC_AUX 112
-#define DC_REC_SIGS 128
-
-#define DC_F_RESERVE 1
-#define DC_F_COPYIN 2
-#define DC_F_PUBLISH 4
-#define DC_F_READY 8
-#define DC_F_WAIT_RED 16
-#define DC_F_COMPUTE 32
-#define DC_F_REDUCED 64
-#define DC_F_DONE 128
-#define DC_F_LL 256  // the whole call in one launch, by the LL protocol
-#define DC_F_SENT 512        // push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer
-#define DC_F_WAIT_SENT 1024  // push path: wait until sent1 (RPUSH modes) or sent2 (GPUSHED) >= seq
-
-#define DC_MODE_NONE 0
-#define DC_MODE_REDUCE 1
-#define DC_MODE_RSHARD 2
-#define DC_MODE_RINPLACE 3
-#define DC_MODE_GATHER 4
-#define DC_MODE_GSHARDS 5
-#define DC_MODE_BCAST 6
-// The push path (large all-reduce: PUSH, RPUSH, GPUSHED; large
-// reduce-scatter: PUSH_RS, RPUSH_RS), see push_compute.
-#define DC_MODE_PUSH 7
-#define DC_MODE_RPUSH 8
-#define DC_MODE_GPUSHED 9
-#define DC_MODE_PUSH_RS 10
-#define DC_MODE_RPUSH_RS 11
-
-#define DC_CODE_TIMEOUT 1
-#define DC_CODE_MISMATCH 2
-#define DC_CODE_PEER 3
-#define DC_CODE_ABORT 4
-
-#define DC_PHASE_RESERVE 1
-#define DC_PHASE_READY 2
-#define DC_PHASE_REDUCED 3
-
-// Status word: a failure kind (base.FailureKind) in the high half, the
-// culprit rank + 1 in the low half.
-#define DC_FAIL_LOST 1
-#define DC_FAIL_TIMEOUT 2
-#define DC_FAIL_MISMATCH 3
-
-#define DC_SHARD_ALIGN 64
 
 // A waiting thread polls its own word (local memory, or a peer's over
 // NVLink for the staging path's words). What else ends a wait (the peers'
@@ -679,7 +603,7 @@ __device__ __forceinline__ void shard(int p, u64 n, u64* lo, u64* hi) {
   *hi = *lo + per < n ? *lo + per : n;
 }
 
-__device__ __forceinline__ u64 status_word(u64 kind, u32 culprit) { return kind << 32 | (u64)(culprit + 1); }
+__device__ __forceinline__ u64 status_word(u64 kind, u32 culprit) { return kind << DC_STATUS_KIND_SHIFT | (u64)(culprit + 1); }
 
 // ---- failure ---------------------------------------------------------------
 

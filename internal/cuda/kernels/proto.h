@@ -1,0 +1,85 @@
+// proto.h: the constants the kernels share with Go. Generated from
+// internal/cuda/header.go by go generate; DO NOT EDIT.
+
+#pragma once
+
+// Limits.
+#define DC_MAX_WORLD 64  // ranks: the missing-rank mask is one 64-bit word
+#define DC_MAX_WORK 8  // buffers per launch
+#define DC_BLOCK 512  // threads per block of every launch
+
+// Control block of a rank's buffer (bytes, layout.go).
+#define DC_OFF_STAGE 0
+#define DC_OFF_DONE 128
+#define DC_OFF_REDUCED 256
+#define DC_OFF_STATUS 384
+#define DC_OFF_SIG 512
+#define DC_SIG_WORDS 8  // a signature slot: proto's 7 words and a spare
+#define DC_OFF_CLAIM 640
+#define DC_OFF_COUNT_STAGE 768
+#define DC_OFF_COUNT_REDUCED 832
+#define DC_OFF_COUNT_DONE 896
+#define DC_OFF_TICKET 960  // LL: blocks take their windows in the order they start
+#define DC_OFF_PEERS 1024
+#define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
+#define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
+#define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
+#define DC_OFF_STOPPED 3584  // stopped[p]: rank p's kernels have stopped (written by its host in Close)
+#define DC_CTRL_SIZE 4096
+#define DC_LL_HDR 128  // LL: the signature lines at the head of a receive slot
+#define DC_SHARD_ALIGN 64
+
+// Host-mapped error record (bytes, layout.go).
+#define DC_REC_ABORT 0
+#define DC_REC_VALID 64
+#define DC_REC_CODE 72
+#define DC_REC_PHASE 80
+#define DC_REC_OP 88
+#define DC_REC_SEQ 96
+#define DC_REC_MISSING 104
+#define DC_REC_AUX 112
+#define DC_REC_SIGS 128
+
+// Launch flags: the steps of proto's schedule a launch takes (launches.go).
+#define DC_F_RESERVE 1  // await done >= seq-1 (the acks)
+#define DC_F_COPYIN 2  // copy the inputs into this rank's staging
+#define DC_F_PUBLISH 4  // sign, then publish stage = seq
+#define DC_F_READY 8  // await stage >= seq, check the signatures
+#define DC_F_WAIT_RED 16  // await reduced >= seq
+#define DC_F_COMPUTE 32  // the launch's work (mode)
+#define DC_F_REDUCED 64  // publish reduced = seq
+#define DC_F_DONE 128  // publish done = seq, and push it into every peer's acks
+#define DC_F_LL 256  // the whole call in one launch, by the LL protocol
+#define DC_F_SENT 512  // push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer
+#define DC_F_WAIT_SENT 1024  // push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)
+
+// Compute modes (layout.go).
+#define DC_MODE_NONE 0
+#define DC_MODE_REDUCE 1
+#define DC_MODE_RSHARD 2
+#define DC_MODE_RINPLACE 3
+#define DC_MODE_GATHER 4
+#define DC_MODE_GSHARDS 5
+#define DC_MODE_BCAST 6
+#define DC_MODE_PUSH 7
+#define DC_MODE_RPUSH 8
+#define DC_MODE_GPUSHED 9
+#define DC_MODE_PUSH_RS 10
+#define DC_MODE_RPUSH_RS 11
+
+// Error record codes.
+#define DC_CODE_TIMEOUT 1
+#define DC_CODE_MISMATCH 2
+#define DC_CODE_PEER 3
+#define DC_CODE_ABORT 4
+
+// What a wait waits for (proto.Phase).
+#define DC_PHASE_RESERVE 1
+#define DC_PHASE_READY 2
+#define DC_PHASE_REDUCED 3
+
+// The status word (proto.StatusWord): a failure kind (base.FailureKind) in the high half, the culprit rank + 1 in the low half.
+#define DC_STATUS_KIND_SHIFT 32
+#define DC_FAIL_LOST 1
+#define DC_FAIL_TIMEOUT 2
+#define DC_FAIL_MISMATCH 3
