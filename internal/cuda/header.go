@@ -121,7 +121,7 @@ func headerGroups() []struct {
 func kernelHeader() []byte {
 	var b bytes.Buffer
 	b.WriteString("// proto.h: the constants the kernels share with Go. Generated from\n" +
-		"// internal/cuda/header.go by go generate; DO NOT EDIT.\n\n#pragma once\n")
+		"// internal/cuda/header.go by go generate; DO NOT EDIT.\n")
 	for _, g := range headerGroups() {
 		fmt.Fprintf(&b, "\n// %s\n", g.heading)
 		for _, d := range g.defs {

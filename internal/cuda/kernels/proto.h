@@ -1,8 +1,6 @@
 // proto.h: the constants the kernels share with Go. Generated from
 // internal/cuda/header.go by go generate; DO NOT EDIT.
 
-#pragma once
-
 // Limits.
 #define DC_MAX_WORLD 64  // ranks: the missing-rank mask is one 64-bit word
 #define DC_MAX_WORK 8  // buffers per launch
