@@ -18,6 +18,8 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+
+	"github.com/detcoll/detcoll/internal/launch"
 )
 
 // command is one subcommand. run gets the arguments after the command's name
@@ -28,11 +30,12 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"bench":  {runBench, "time detcoll's collectives against Open MPI (cpu) or NCCL (cuda) and write a JSON report"},
-	"plot":   {runPlot, "draw latency against size from bench reports, before and after (PNG and SVG)"},
-	"run":    {runRun, "launch N local ranks of a program, like torchrun --standalone"},
-	"soak":   {runSoak, "run random collectives for a long time, check every result, optionally kill a rank"},
-	"verify": {runVerify, "check on this machine that every collective is bit-for-bit deterministic"},
+	"bench":   {runBench, "time detcoll's collectives against Open MPI (cpu) or NCCL (cuda) and write a JSON report"},
+	"plot":    {runPlot, "draw latency against size from bench reports, before and after (PNG and SVG)"},
+	"run":     {runRun, "launch N local ranks of a program, like torchrun --standalone"},
+	"soak":    {runSoak, "run random collectives for a long time, check every result, optionally kill a rank"},
+	"verify":  {runVerify, "check on this machine that every collective is bit-for-bit deterministic"},
+	"version": {runVersion, "print detcoll's version and commit, Go's, and the CUDA, NVRTC and NCCL versions found here"},
 }
 
 func main() {
@@ -40,19 +43,30 @@ func main() {
 	// too (stop runs only after run returns), so that commands such as run
 	// finish stopping their ranks instead of dying and orphaning them.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	os.Exit(code)
+}
+
+// runMain runs the command that args name, writes its error to stderr
+// (with a hint after bad usage) and returns the exit status.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdout, stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(stderr, err)
+		var ue *usageError
+		if errors.As(err, &ue) && ue.hint {
+			fmt.Fprintf(stderr, "run 'detcoll %s -h' for usage\n", args[0])
+		}
 	}
-	os.Exit(exitCode(err))
+	return exitCode(err)
 }
 
 // run runs the command that args name.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
-		return &usageError{errors.New("detcoll: no command")}
+		return &usageError{err: errors.New("detcoll: no command")}
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -62,12 +76,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
-		return &usageError{fmt.Errorf("detcoll: unknown command %q", args[0])}
+		return &usageError{err: fmt.Errorf("detcoll: unknown command %q", args[0])}
 	}
 	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
-		return fmt.Errorf("detcoll %s: %w", args[0], err)
+		return fmt.Errorf("detcoll %s: %w", args[0], ranksFailed(stderr, "detcoll "+args[0], err))
 	}
 	return nil
+}
+
+// ranksFailed words the failure of a job that a command started itself
+// (bench and verify re-run themselves as ranks) as detcoll run does: a
+// line on stderr for how each other rank ended, and an error naming the
+// rank that failed first. Other errors come back as they are.
+func ranksFailed(stderr io.Writer, prefix string, err error) error {
+	var rf rankFailed
+	var re *launch.RankError
+	if errors.As(err, &rf) || !errors.As(err, &re) {
+		return err
+	}
+	printOthers(stderr, prefix, re)
+	return rankFailed{re}
 }
 
 func usage(w io.Writer) {
@@ -78,16 +106,26 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, "\nRun 'detcoll COMMAND -h' for a command's flags.\n")
 }
 
-// usageError marks bad command-line use: exit status 2.
-type usageError struct{ err error }
+// usageError marks bad command-line use: exit status 2. With hint set,
+// runMain follows the error with "run 'detcoll CMD -h' for usage": for a
+// bad flag or flag value, not for a command line that is fine but names
+// something missing (a program not in $PATH).
+type usageError struct {
+	err  error
+	hint bool
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-// usagef returns a *usageError.
+// usagef returns a *usageError for a bad flag value, with the hint.
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Errorf(format, args...)}
+	return badFlag(fmt.Errorf(format, args...))
 }
+
+// badFlag makes err, a bad flag or flag value, a *usageError with the
+// hint.
+func badFlag(err error) error { return &usageError{err: err, hint: true} }
 
 // exitCode maps run's error to the exit status: -h is success.
 func exitCode(err error) int {
@@ -102,8 +140,8 @@ func exitCode(err error) int {
 }
 
 // newFlagSet returns a flag set for a command that prints nothing itself:
-// -h prints synopsis and flags to stderr, and Parse's errors come back to
-// parseFlags, which makes them usage errors.
+// -h prints synopsis and flags to stderr (through parseFlags), and Parse's
+// errors come back to parseFlags, which makes them usage errors.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -116,12 +154,21 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args into fs. -h yields flag.ErrHelp (exit 0, usage
-// printed), a bad flag a *usageError.
+// parseFlags parses args into fs. -h prints the usage and yields
+// flag.ErrHelp (exit 0); a bad flag is a *usageError, which main prints
+// as one line and a hint: the whole help would bury the line that says
+// what was wrong.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {} // Parse calls it for -h and for every error
 	err := fs.Parse(args)
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		return &usageError{err}
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	case err != nil:
+		return badFlag(err)
 	}
-	return err
+	return nil
 }

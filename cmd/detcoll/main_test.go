@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,12 +28,12 @@ func TestRunCommandLine(t *testing.T) {
 		{"run without -n", []string{"run", "--", "true"}, 2, "", "", "-n must be at least 1"},
 		{"run -n 0", []string{"run", "-n", "0", "true"}, 2, "", "", "-n must be at least 1, got 0"},
 		{"run -n negative", []string{"run", "-n", "-3", "true"}, 2, "", "", "got -3"},
-		{"run -n not a number", []string{"run", "-n", "two", "true"}, 2, "", "usage: detcoll run", `invalid value "two" for flag -n`},
-		{"run unknown flag", []string{"run", "-x", "-n", "1", "true"}, 2, "", "usage: detcoll run", "-x"},
+		{"run -n not a number", []string{"run", "-n", "two", "true"}, 2, "", "", `invalid value "two" for flag -n`},
+		{"run unknown flag", []string{"run", "-x", "-n", "1", "true"}, 2, "", "", "-x"},
 		{"run without program", []string{"run", "-n", "2"}, 2, "", "", "no program to run"},
 		{"run without program after --", []string{"run", "-n", "2", "--"}, 2, "", "", "no program to run"},
 		{"run zero grace", []string{"run", "-n", "2", "--grace", "0s", "true"}, 2, "", "", "--grace must be positive"},
-		{"run program not found", []string{"run", "-n", "2", "--", "detcoll-no-such-program"}, 2, "", "", "detcoll-no-such-program"},
+		{"run program not found", []string{"run", "-n", "2", "--", "detcoll-no-such-program"}, 2, "", "", `program "detcoll-no-such-program" not found in $PATH`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +52,50 @@ func TestRunCommandLine(t *testing.T) {
 	}
 }
 
+// TestBadFlag checks what a new user sees after a mistyped flag: one line
+// saying what was wrong and a hint, not the whole help, and exit status 2.
+func TestBadFlag(t *testing.T) {
+	for _, cmd := range slices.Sorted(maps.Keys(commands)) {
+		t.Run(cmd, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runMain(t.Context(), []string{cmd, "-foo"}, &stdout, &stderr)
+			want := "detcoll " + cmd + ": flag provided but not defined: -foo\nrun 'detcoll " + cmd + " -h' for usage\n"
+			if code != 2 || stdout.Len() != 0 || stderr.String() != want {
+				t.Errorf("detcoll %s -foo: exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr %q",
+					cmd, code, stdout.String(), stderr.String(), want)
+			}
+		})
+	}
+	// A bad flag value reads the same way.
+	var stdout, stderr bytes.Buffer
+	code := runMain(t.Context(), []string{"bench", "--warmup", "-1"}, &stdout, &stderr)
+	if want := "detcoll bench: warmup -1: want >= 0\nrun 'detcoll bench -h' for usage\n"; code != 2 || stderr.String() != want {
+		t.Errorf("detcoll bench --warmup -1: exit %d, stderr %q; want exit 2, stderr %q", code, stderr.String(), want)
+	}
+}
+
+// TestHelp checks that -h prints the command's usage and flags to stderr
+// and exits 0.
+func TestHelp(t *testing.T) {
+	for _, cmd := range slices.Sorted(maps.Keys(commands)) {
+		var stdout, stderr bytes.Buffer
+		code := runMain(t.Context(), []string{cmd, "-h"}, &stdout, &stderr)
+		if code != 0 || !strings.HasPrefix(stderr.String(), "usage: detcoll "+cmd+" ") {
+			t.Errorf("detcoll %s -h: exit %d, stderr %q; want exit 0 and the usage", cmd, code, stderr.String())
+		}
+	}
+}
+
+// TestRunMissingProgram checks that run names the program it cannot find,
+// in one line without the usage hint (the command line was fine).
+func TestRunMissingProgram(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := runMain(t.Context(), []string{"run", "-n", "2", "nosuch-detcoll-program"}, &stdout, &stderr)
+	if want := "detcoll run: program \"nosuch-detcoll-program\" not found in $PATH\n"; code != 2 || stderr.String() != want {
+		t.Errorf("detcoll run nosuch-detcoll-program: exit %d, stderr %q; want exit 2, stderr %q", code, stderr.String(), want)
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	for _, tt := range []struct {
 		err  error
@@ -58,7 +104,7 @@ func TestExitCode(t *testing.T) {
 		{nil, 0},
 		{flag.ErrHelp, 0},
 		{usagef("bad"), 2},
-		{errors.Join(errors.New("x"), &usageError{errors.New("bad")}), 2},
+		{errors.Join(errors.New("x"), &usageError{err: errors.New("bad")}), 2},
 		{errors.New("failed"), 1},
 		{context.Canceled, 1},
 	} {

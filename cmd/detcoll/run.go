@@ -62,7 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		printOthers(stderr, "detcoll run", re)
 		return rankFailed{re}
 	case errors.As(err, &ce):
-		return &usageError{err}
+		return &usageError{err: ce.Err} // the field is an internal name: its error says it all
 	}
 	return err
 }

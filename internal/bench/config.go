@@ -3,14 +3,15 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
-// Config selects what to measure. Validate checks it; Run calls Validate
-// first, but callers should too, before they open communicators or start
-// ranks, so that a bad argument costs nothing.
+// Config selects what to measure, and for Run where. Validate checks what
+// Measure reads; Measure calls it first, and Run before it starts any rank
+// or opens any communicator, so that a bad argument costs nothing.
 type Config struct {
 	Backend   string // "cpu" or "cuda", as detcoll.Options.Backend
 	Reference string // report.ReferenceMPI (cpu), report.ReferenceNCCL (cuda) or report.ReferenceNone
@@ -25,6 +26,39 @@ type Config struct {
 	Warmup     int // untimed samples per row and mode, >= 0
 	Iterations int // timed samples per row and mode, > 0
 	Seed       uint64
+
+	// The run, read by Run and not by Measure. Run's errors name these
+	// settings by the flags of detcoll bench, which sets them.
+
+	// N is the number of local ranks Run starts when no launcher started
+	// this process, >= 1; under a launcher the world is the launcher's.
+	N int
+	// Timeout bounds every wait for peers (detcoll.Options.Timeout), > 0.
+	Timeout time.Duration
+	// Output and Benchfmt are the files where rank 0 writes the JSON
+	// report and Go benchmark lines; "" writes none. Run makes their
+	// directories before the sweep, so that it fails at once if it cannot.
+	Output, Benchfmt string
+	// NCCLDeterministic runs NCCL with NCCLDeterministicEnv; only with
+	// the nccl reference.
+	NCCLDeterministic bool
+	// Args are the arguments that make this program run one rank of the
+	// same benchmark ("bench" and its flags, for detcoll), for the ranks
+	// Run starts when no launcher started this process.
+	Args []string
+}
+
+// ConfigError is a bad setting of a Config, reported by Run before any
+// rank starts (detcoll bench's usage error).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns e.Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{fmt.Errorf(format, args...)}
 }
 
 // backendModes are the timing modes each backend has.

@@ -1,6 +1,8 @@
-// Package bench is the body of "detcoll bench": it times detcoll's
-// collectives against a reference library on the same ranks, the same
-// inputs and the same sizes, and returns a report (internal/report).
+// Package bench is "detcoll bench": it times detcoll's collectives
+// against a reference library on the same ranks, the same inputs and the
+// same sizes, and returns a report (internal/report). Run is the command
+// as a whole (starting the ranks, or being one, and writing the outputs);
+// Measure is the harness one rank runs; cmd/detcoll only parses flags.
 //
 // # Method
 //
@@ -27,4 +29,10 @@
 //
 // Arguments are checked by Config.Validate before any buffer or
 // communicator exists.
+//
+// # Imports
+//
+// It is a tool: it imports the root package, the launcher, the NCCL
+// binding (internal/nccl) and the Open MPI one (internal/mpiref). The
+// library must never import it.
 package bench

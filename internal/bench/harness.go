@@ -19,13 +19,13 @@ type Output struct {
 	Table    io.Writer // a table row after each
 }
 
-// Run measures cfg on this rank and returns the report, the same on every
-// rank: detcoll is det, the reference ref (nil when cfg.Reference is
+// Measure measures cfg on this rank and returns the report, the same on
+// every rank: detcoll is det, the reference ref (nil when cfg.Reference is
 // none). It calls cfg.Validate before anything else. Every rank of g must
-// call Run with the same cfg. An error from a side ends the run; the
+// call Measure with the same cfg. An error from a side ends the run; the
 // caller should then fail its communicators (detcoll's Abort), so that
 // peers waiting in a barrier fail too.
-func Run(cfg Config, g Group, det, ref Impl, out Output) (*report.Report, error) {
+func Measure(cfg Config, g Group, det, ref Impl, out Output) (*report.Report, error) {
 	if err := cfg.Validate(g.WorldSize()); err != nil {
 		return nil, err
 	}

@@ -90,9 +90,9 @@ func TestRunOrderAndRows(t *testing.T) {
 	cfg.Sizes = []int{64, 128}
 	cfg.Warmup, cfg.Iterations = 2, 3
 	var progress, tbl bytes.Buffer
-	rep, err := Run(cfg, fakeGroup{world: 2}, det, ref, Output{Progress: &progress, Table: &tbl})
+	rep, err := Measure(cfg, fakeGroup{world: 2}, det, ref, Output{Progress: &progress, Table: &tbl})
 	if err != nil {
-		t.Fatalf("Run = %v", err)
+		t.Fatalf("Measure = %v", err)
 	}
 
 	// The log of the first row: both prepared, then 5 samples alternating
@@ -168,9 +168,9 @@ func TestRunWithoutReference(t *testing.T) {
 	cfg := validConfig()
 	cfg.Ops, cfg.Sizes, cfg.Warmup, cfg.Iterations = []Op{Broadcast}, []int{8}, 0, 4
 	var tbl bytes.Buffer
-	rep, err := Run(cfg, fakeGroup{world: 1}, det, nil, Output{Table: &tbl})
+	rep, err := Measure(cfg, fakeGroup{world: 1}, det, nil, Output{Table: &tbl})
 	if err != nil {
-		t.Fatalf("Run = %v", err)
+		t.Fatalf("Measure = %v", err)
 	}
 	if r := rep.Rows[0]; r.DetcollUS != 2.5 || r.ReferenceUS != 0 || r.ReferenceSamplesUS != nil {
 		t.Errorf("row %+v; want median 2.5 and no reference", r)
@@ -185,16 +185,16 @@ func TestRunRefusesBeforeWork(t *testing.T) {
 	det := &fakeImpl{name: "detcoll", log: &log, next: counter()}
 	cfg := validConfig()
 	cfg.Sizes = []int{3}
-	if _, err := Run(cfg, fakeGroup{world: 1}, det, nil, Output{}); err == nil || !strings.Contains(err.Error(), "size 3 bytes") {
-		t.Errorf("Run = %v; want the size refused", err)
+	if _, err := Measure(cfg, fakeGroup{world: 1}, det, nil, Output{}); err == nil || !strings.Contains(err.Error(), "size 3 bytes") {
+		t.Errorf("Measure = %v; want the size refused", err)
 	}
 	cfg = validConfig()
 	cfg.Reference = report.ReferenceMPI
-	if _, err := Run(cfg, fakeGroup{world: 1}, det, nil, Output{}); err == nil || !strings.Contains(err.Error(), "reference") {
-		t.Errorf("Run(reference mpi, no side) = %v; want an error", err)
+	if _, err := Measure(cfg, fakeGroup{world: 1}, det, nil, Output{}); err == nil || !strings.Contains(err.Error(), "reference") {
+		t.Errorf("Measure(reference mpi, no side) = %v; want an error", err)
 	}
 	if len(log) != 0 {
-		t.Errorf("a refused Run called the side: %q", log)
+		t.Errorf("a refused Measure called the side: %q", log)
 	}
 }
 
@@ -202,9 +202,9 @@ func TestRunSideFails(t *testing.T) {
 	var log []string
 	boom := errors.New("boom")
 	det := &fakeImpl{name: "detcoll", log: &log, next: counter(), failTime: boom}
-	_, err := Run(validConfig(), fakeGroup{world: 1}, det, nil, Output{})
+	_, err := Measure(validConfig(), fakeGroup{world: 1}, det, nil, Output{})
 	if !errors.Is(err, boom) || !strings.Contains(err.Error(), "all_reduce, 1024 bytes: detcoll: wall_clock") {
-		t.Errorf("Run = %v; want boom, with the operation and side", err)
+		t.Errorf("Measure = %v; want boom, with the operation and side", err)
 	}
 	if log[len(log)-1] != "detcoll release" {
 		t.Errorf("the failed side was not released: %q", log)

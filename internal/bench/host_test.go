@@ -49,7 +49,7 @@ func runWith(cfg Config, ref Impl) (*report.Report, error) {
 		return nil, err
 	}
 	defer c.Close(ctx)
-	rep, err := Run(cfg, CommGroup(c), NewHost(c), ref, Output{})
+	rep, err := Measure(cfg, CommGroup(c), NewHost(c), ref, Output{})
 	if err != nil {
 		c.Abort(err)
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"time"
@@ -97,7 +98,38 @@ func (c Config) validate() (path string, err error) {
 	}
 	path, err = exec.LookPath(c.Program)
 	if err != nil {
-		return "", &ConfigError{"Program", err}
+		return "", &ConfigError{"Program", newProgramError(c.Program, err)}
 	}
 	return path, nil
 }
+
+// programError is a program that exec.LookPath refused, worded for the
+// person who typed it: `program "nosuch" not found in $PATH`, or
+// `program "./x": permission denied`. It unwraps to LookPath's cause
+// (exec.ErrNotFound, fs.ErrNotExist, fs.ErrPermission, ...).
+type programError struct {
+	name string
+	err  error
+}
+
+// newProgramError drops the wrappers of err that repeat the name.
+func newProgramError(name string, err error) *programError {
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		err = ee.Err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &programError{name, err}
+}
+
+func (e *programError) Error() string {
+	if errors.Is(e.err, exec.ErrNotFound) {
+		return fmt.Sprintf("program %q not found in $PATH", e.name)
+	}
+	return fmt.Sprintf("program %q: %v", e.name, e.err)
+}
+
+func (e *programError) Unwrap() error { return e.err }

@@ -42,6 +42,35 @@ type Config struct {
 	// rank its kill time (set by the launching parent); empty when the
 	// ranks were launched by another program.
 	Dir string
+
+	// The job, read by Run. Run's errors name these settings, and those
+	// above, by the flags of detcoll soak, which sets them.
+
+	// N is the number of local ranks Run starts when no launcher started
+	// this process, >= 1; under a launcher the world is the launcher's.
+	N int
+	// Backend and Timeout are the communicator's (detcoll.Options).
+	Backend string
+	Timeout time.Duration
+	// Output is the file where the JSON summary goes; "" for none.
+	Output string
+	// Args are the arguments that make this program run one rank of the
+	// same soak ("soak" and its flags, for detcoll), for the ranks Run
+	// starts when no launcher started this process.
+	Args []string
+}
+
+// ConfigError is a bad setting of a Config, reported by Run before any
+// rank starts (detcoll soak's usage error).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns e.Err.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{fmt.Errorf(format, args...)}
 }
 
 // Defaults of Config.

@@ -32,12 +32,18 @@
 //
 // # Faults
 //
-// RunRank is one process's rank: Open, Run, Close, a caught panic reported
+// RunRank is one process's rank: Open, RunComm, Close, a caught panic reported
 // as an error, and the fault of Config.Kill: the chosen rank SIGKILLs
 // itself during Open, amid the calls or as it enters Close, after writing
 // the time to a shared directory; every other rank then judges its own
 // error (detcoll.ErrPeerLost naming the rank, within the bound), closes,
 // and writes its result there; a watchdog reports a survivor that hangs.
-// The launching parent (cmd/detcoll) makes the Summary from those files
-// and what is left of the job's shared memory (Collect, Build).
+// The launching parent makes the Summary from those files and what is
+// left of the job's shared memory (Collect, Build).
+//
+// # The command
+//
+// Run is detcoll soak as a whole, from a Config that its flags fill: the
+// parent that starts the ranks and reports, one of its ranks, or one rank
+// of another launcher's job. cmd/detcoll only parses the flags.
 package soak

@@ -7,7 +7,7 @@ import (
 	"github.com/detcoll/detcoll/internal/check"
 )
 
-// executor runs a batch's calls on one kind of memory. The loop in Run
+// executor runs a batch's calls on one kind of memory. The loop in RunComm
 // is the same for both: lay out a batch, start it, issue every call,
 // finish, check every result.
 type executor interface {

@@ -50,7 +50,7 @@ func rankFile(dir string, rank int) string {
 	return filepath.Join(dir, fmt.Sprintf("rank-%d.json", rank))
 }
 
-// RunRank is one rank of a soak: Open with opts, Run, Close, with the
+// RunRank is one rank of a soak: Open with opts, RunComm, Close, with the
 // fault of cfg.Kill injected. A panic anywhere in them is caught and
 // reported as the rank's error. When cfg.Dir is set the result is also
 // written there for the launching parent (Collect). rank and world are
@@ -102,7 +102,7 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		}
 	}()
 	if opts.Backend == "cuda" {
-		runtime.LockOSThread() // Run's executor keeps the GPU's context current on this thread
+		runtime.LockOSThread() // RunComm's executor keeps the GPU's context current on this thread
 		defer runtime.UnlockOSThread()
 		res.DeviceFreeBefore = deviceFree(opts)
 		defer func() { res.DeviceFreeAfter = deviceFree(opts) }()

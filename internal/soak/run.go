@@ -47,19 +47,19 @@ type RankResult struct {
 	closeMS  float64
 }
 
-// Run runs the soak of cfg on c, an open communicator, and returns this
+// RunComm runs the soak of cfg on c, an open communicator, and returns this
 // rank's counts. Sizes are capped by c's capacity (less a small margin). Every rank of c must call it with the same cfg. A wrong
 // result is counted (and the run goes on: every rank makes every call);
 // an error from a call ends the run and is returned with the counts so
 // far, after aborting c so that peers fail at once. Rank 0 writes a
 // progress line to progress every cfg.Progress. With a cuda
-// communicator the calls run on device memory, queued on a stream; Run
+// communicator the calls run on device memory, queued on a stream; RunComm
 // then locks the calling goroutine to its thread while it runs.
-func Run(ctx context.Context, c *detcoll.Comm, cfg Config, progress io.Writer) (*RankResult, error) {
+func RunComm(ctx context.Context, c *detcoll.Comm, cfg Config, progress io.Writer) (*RankResult, error) {
 	return runOn(ctx, c, cfg, nil, progress)
 }
 
-// runOn is Run with the inputs made beforehand (nil: make them now).
+// runOn is RunComm with the inputs made beforehand (nil: make them now).
 func runOn(ctx context.Context, c *detcoll.Comm, cfg Config, pl *pools, progress io.Writer) (*RankResult, error) {
 	res := &RankResult{Rank: c.Rank()}
 	cfg = cfg.withDefaults()
@@ -92,7 +92,7 @@ func runOn(ctx context.Context, c *detcoll.Comm, cfg Config, pl *pools, progress
 	return res, err
 }
 
-// run is Run's loop on an executor.
+// run is RunComm's loop on an executor.
 func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, progress io.Writer, res *RankResult) error {
 	_, device := ex.(*deviceExec)
 	p := &planner{seed: cfg.Seed, world: w, rank: rank, maxBytes: cfg.MaxBytes,

@@ -232,7 +232,7 @@ func TestCheckerFails(t *testing.T) {
 	}
 }
 
-// TestRunOneRank runs Run on a real communicator of one rank (cpu), and
+// TestRunOneRank runs RunComm on a real communicator of one rank (cpu), and
 // checks that it stops on Duration and that CorruptCall fails it.
 func TestRunOneRank(t *testing.T) {
 	ctx := context.Background()
@@ -242,7 +242,7 @@ func TestRunOneRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close(ctx)
-	res, err := Run(ctx, c, cfg, nil)
+	res, err := RunComm(ctx, c, cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,18 +250,18 @@ func TestRunOneRank(t *testing.T) {
 		t.Errorf("%d calls, %d failures %+v; want 300 calls, call 123 failed", res.Calls, res.Failures, res.Details)
 	}
 	start := time.Now()
-	res, err = Run(ctx, c, Config{Seed: 2, Duration: 200 * time.Millisecond, MaxBytes: 1 << 20}, nil)
+	res, err = RunComm(ctx, c, Config{Seed: 2, Duration: 200 * time.Millisecond, MaxBytes: 1 << 20}, nil)
 	if err != nil || res.Failures != 0 || res.Calls == 0 || time.Since(start) > 5*time.Second {
 		t.Errorf("200 ms run: %d calls, %d failures, %v, took %v", res.Calls, res.Failures, err, time.Since(start))
 	}
 	// MaxBytes over the capacity: capped, so every call fits.
-	res, err = Run(ctx, c, Config{Calls: 200, MaxBytes: 64 << 20}, nil)
+	res, err = RunComm(ctx, c, Config{Calls: 200, MaxBytes: 64 << 20}, nil)
 	if err != nil || res.Calls != 200 || res.Failures != 0 {
 		t.Errorf("MaxBytes over the capacity: %d calls, %d failures, %v; want 200 calls capped to fit", res.Calls, res.Failures, err)
 	}
 }
 
-// panicWriter panics on the first progress line: a panic inside Run.
+// panicWriter panics on the first progress line: a panic inside RunComm.
 type panicWriter struct{}
 
 func (panicWriter) Write([]byte) (int, error) { panic("soak test: a panic amid the calls") }
