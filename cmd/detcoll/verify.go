@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/coord"
 	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
 	"github.com/detcoll/detcoll/internal/num"
@@ -100,7 +101,7 @@ func verifyCUDARank(ctx context.Context, cfg verify.Config, job jobenv.Job, opts
 	runtime.LockOSThread() // the checks keep the GPU's context current on this thread
 	defer runtime.UnlockOSThread()
 	// The cpu communicator also gathers every row's outcome (Agree).
-	host, c, err := openWithCoordinator(ctx, job, max(opts.Capacity, 64<<10), opts)
+	host, c, err := coord.Open(ctx, job, max(opts.Capacity, 64<<10), opts)
 	if err != nil {
 		return err
 	}
