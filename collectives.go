@@ -60,12 +60,10 @@ func Stage[T Float](c *Comm, n int) ([]T, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	size := int64(DTypeOf[T]().Size())
-	if n < 0 || int64(n)*size > base.StagingCapacity(c.opts.Capacity) {
-		return nil, base.Invalidf("Stage: %d elements of %v (%d bytes) do not fit the capacity of %d bytes",
-			n, DTypeOf[T](), int64(n)*size, c.opts.Capacity)
+	if err := c.bounds.ValidateStage(n, DTypeOf[T](), false); err != nil {
+		return nil, err
 	}
-	b, err := c.backend.Stage(n * int(size))
+	b, err := c.backend.Stage(n * DTypeOf[T]().Size())
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ type hostBackend interface {
 	Abort(cause error)
 	Err() error
 	Close(ctx context.Context) error
+	// Reserved is the backend's own memory, which no buffer of a call may
+	// share (base.Bounds).
+	Reserved() base.Region
 }
 
 // Comm is a communicator: this process's place in a group of WorldSize
@@ -32,6 +35,7 @@ type hostBackend interface {
 // to chance. Issue collectives from one goroutine per communicator.
 type Comm struct {
 	opts    Options
+	bounds  base.Bounds // every call is checked against them, once, here
 	backend hostBackend
 	device  deviceBackend // the same backend, for device calls; nil on cpu
 	client  *store.Client // nil for a single rank
@@ -124,6 +128,7 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 	}
 	o.Logger.Info("communicator open", "capacity", o.Capacity, "timeout", o.Timeout)
 	c.opts = o
+	c.bounds = base.Bounds{Rank: o.Rank, World: o.WorldSize, Capacity: o.Capacity, Reserved: c.backend.Reserved()}
 	return c, nil
 }
 
@@ -237,7 +242,7 @@ func (c *Comm) do(req *base.Request) error {
 	if err := c.backend.Err(); err != nil {
 		return err
 	}
-	if err := base.Validate(req, c.opts.Rank, c.opts.WorldSize, c.opts.Capacity); err != nil {
+	if err := c.bounds.Validate(req); err != nil {
 		return err
 	}
 	return c.backend.Do(req)

@@ -126,18 +126,10 @@ func (c *Comm) StageDevice(count int, dt DType, s Stream) (DevicePtr, error) {
 	if c.device == nil {
 		return 0, c.notDevice(base.OpAllReduceStaged)
 	}
-	if !dt.Reducible() {
-		return 0, base.Invalidf("StageDevice: element type %v cannot be summed", dt)
-	}
-	b, err := deviceBytes(base.OpAllReduceStaged, count, dt, 1)
-	if err != nil {
+	if err := c.bounds.ValidateStage(count, dt, true); err != nil {
 		return 0, err
 	}
-	if int64(b) > c.opts.Capacity {
-		return 0, base.Invalidf("StageDevice: %d elements of %v (%d bytes) do not fit the capacity of %d bytes",
-			count, dt, b, c.opts.Capacity)
-	}
-	p, err := c.device.StageDevice(b, uintptr(s))
+	p, err := c.device.StageDevice(count*dt.Size(), uintptr(s))
 	return DevicePtr(p), err
 }
 
@@ -188,7 +180,7 @@ func (c *Comm) doDevice(req *base.DeviceRequest) error {
 	if err := c.backend.Err(); err != nil {
 		return err
 	}
-	if err := base.ValidateDevice(req, c.opts.Rank, c.opts.WorldSize, c.opts.Capacity); err != nil {
+	if err := c.bounds.ValidateDevice(req); err != nil {
 		return err
 	}
 	return c.device.Enqueue(req)

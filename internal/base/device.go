@@ -27,9 +27,9 @@ type DeviceRequest struct {
 // one that only device memory needs: a reduction's buffers must be aligned
 // to their element size, as the GPU loads elements whole. (Gathers copy
 // bytes and take any address.)
-func ValidateDevice(r *DeviceRequest, rank, world int, capacity int64) error {
+func (b Bounds) ValidateDevice(r *DeviceRequest) error {
 	in, out := deviceSpans(r.In), deviceSpans(r.Out)
-	if err := validate(r.Op, r.DType, r.Root, in, out, rank, world, capacity); err != nil {
+	if err := b.validate(r.Op, r.DType, r.Root, in, out); err != nil {
 		return err
 	}
 	if r.Op.Reduces() {

@@ -25,7 +25,7 @@ func TestValidateDevice(t *testing.T) {
 		{Op: OpBarrier},
 	}
 	for i, r := range good {
-		if err := ValidateDevice(&r, rank, w, capacity); err != nil {
+		if err := (Bounds{Rank: rank, World: w, Capacity: capacity}).ValidateDevice(&r); err != nil {
 			t.Errorf("good request %d (%v): %v", i, r.Op, err)
 		}
 	}
@@ -48,7 +48,7 @@ func TestValidateDevice(t *testing.T) {
 		{"many without buffers", DeviceRequest{Op: OpAllGatherMany, DType: f32}},
 	}
 	for _, tc := range bad {
-		if err := ValidateDevice(&tc.r, rank, w, capacity); !errors.Is(err, ErrInvalid) {
+		if err := (Bounds{Rank: rank, World: w, Capacity: capacity}).ValidateDevice(&tc.r); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", tc.name, err)
 		}
 	}

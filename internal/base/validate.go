@@ -9,14 +9,15 @@ import (
 // Validate checks a request before any work, so that a bad call changes
 // nothing: no buffer is touched and the protocol does not advance. It
 // returns an error matching ErrInvalid naming what is wrong.
-func Validate(r *Request, rank, world int, capacity int64) error {
-	return validate(r.Op, r.DType, r.Root, hostSpans(r.In), hostSpans(r.Out), rank, world, capacity)
+func (b Bounds) Validate(r *Request) error {
+	return b.validate(r.Op, r.DType, r.Root, hostSpans(r.In), hostSpans(r.Out))
 }
 
 // validate holds the rules every request shares, host or device: the
-// operation and element type, the shapes and overlaps of the buffers, and
-// the staging capacity.
-func validate(op Op, dt num.DType, root int, in, out []span, rank, world int, capacity int64) error {
+// operation and element type, the shapes and overlaps of the buffers, the
+// staging capacity and the backend's reserved memory.
+func (b Bounds) validate(op Op, dt num.DType, root int, in, out []span) error {
+	rank, world, capacity := b.Rank, b.World, b.Capacity
 	if op == OpInvalid || op >= numOps || op == OpClose {
 		return Invalidf("unknown operation %v", op)
 	}
@@ -34,6 +35,13 @@ func validate(op Op, dt num.DType, root int, in, out []span, rank, world int, ca
 	_, need := StagingLayout(inputSizes(op, spanLens(in), spanLens(out)))
 	if int64(need) > StagingCapacity(capacity) {
 		return Invalidf("%v: needs %d bytes of staging, over the communicator's capacity of %d bytes", op, need, capacity)
+	}
+	for _, bufs := range [][]span{in, out} {
+		for _, s := range bufs {
+			if s.overlaps(b.Reserved.span()) {
+				return Invalidf("%v: a buffer lies in the communicator's staging memory (a Stage view may only be written, then passed to nothing but AllReduceStaged's input)", op)
+			}
+		}
 	}
 	return nil
 }

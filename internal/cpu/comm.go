@@ -56,9 +56,9 @@ type Comm struct {
 	monitorDone chan struct{}  // closed when the monitor goroutine has exited
 	telling     sync.WaitGroup // failure reports in flight to the rendezvous
 
-	mu      sync.Mutex // serialises calls; guards the fields below
-	seq     uint64     // last published stage value
-	staged  int        // bytes reserved by Stage and not yet reduced, or -1
+	mu      sync.Mutex      // serialises calls; guards the fields below
+	seq     uint64          // last published stage value
+	stage   base.StagedCall // a Stage awaiting its AllReduceStaged
 	closed  bool
 	reducer tree.Reducer
 	srcs    [][]byte // scratch for peerSlices
@@ -74,7 +74,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, capacity: cfg.Capacity, timeout: cfg.Timeout,
 		rdv: cfg.Rendezvous, log: cfg.Logger, paths: defaultPaths(cfg.World),
-		segs: make([]segment, cfg.World), staged: -1,
+		segs: make([]segment, cfg.World),
 	}
 	c.spin, c.yield = spinFor(cfg.World)
 	if err := c.paths.fromEnv(); err != nil {

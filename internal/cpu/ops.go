@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"unsafe"
+
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/proto"
@@ -14,24 +16,15 @@ func (c *Comm) Do(req *base.Request) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	staged := req.Op == base.OpAllReduceStaged
-	if staged {
-		if c.staged < 0 {
-			return base.Invalidf("%v: nothing staged: call Stage first", req.Op)
-		}
-		if len(req.Out[0]) != c.staged {
-			return base.Invalidf("%v: output has %d bytes but %d were staged", req.Op, len(req.Out[0]), c.staged)
-		}
-	} else if c.staged >= 0 {
-		return base.Invalidf("%v while a staged all-reduce is pending: call AllReduceStaged first", req.Op)
+	out := 0
+	if len(req.Out) > 0 {
+		out = len(req.Out[0])
 	}
-	if err := c.outsideStaging(req); err != nil {
+	if err := c.stage.Check(req.Op, out, false); err != nil {
 		return err
 	}
 	c.cached = c.footprint(req) <= c.cachedMax
-	if staged {
-		c.staged = -1 // the staging is the input: Stage reserved it
-	}
+	staged := req.Op == base.OpAllReduceStaged // the staging is the input: Stage reserved it
 	return c.run(c.newCall(req.Op), req, req.Signature(), proto.Schedule(c.path(req), staged))
 }
 
@@ -45,13 +38,13 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 	if err := c.usable(); err != nil {
 		return nil, err
 	}
-	if c.staged < 0 {
+	if !c.stage.Pending() {
 		k := c.newCall(base.OpAllReduceStaged)
 		if err := c.run(k, nil, base.Signature{}, proto.Schedule(proto.ReserveOnly, false)); err != nil {
 			return nil, err
 		}
 	}
-	c.staged = n
+	c.stage.Begin(n)
 	return c.segs[c.rank].payload[:n:n], nil
 }
 
@@ -180,22 +173,6 @@ func (c *Comm) allStaged(seq uint64) bool {
 		}
 	}
 	return true
-}
-
-// outsideStaging refuses buffers inside this rank's shared memory (a Stage
-// view kept too long, say): peers read that memory during the call, so an
-// output there would corrupt their results and an input there is being
-// overwritten.
-func (c *Comm) outsideStaging(req *base.Request) error {
-	own := c.segs[c.rank].mem
-	for _, bufs := range [][][]byte{req.In, req.Out} {
-		for _, b := range bufs {
-			if base.Overlap(b, own) {
-				return base.Invalidf("%v: a buffer lies in the communicator's staging memory (a Stage view may only be written, then passed to nothing but AllReduceStaged's input)", req.Op)
-			}
-		}
-	}
-	return nil
 }
 
 // checkSignatures compares every peer's signature with ours. On a mismatch
@@ -329,4 +306,10 @@ func (c *Comm) allGather(out, in []byte, off int) {
 			copyCached(slot, in, c.cached)
 		}
 	}
+}
+
+// Reserved is this rank's shared segment: no caller's buffer may lie in it.
+func (c *Comm) Reserved() base.Region {
+	mem := c.segs[c.rank].mem
+	return base.Region{Addr: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem)))), Len: len(mem)}
 }

@@ -24,24 +24,23 @@ func (c *Comm) enqueue(req *base.DeviceRequest) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if req.Op == base.OpAllReduceStaged {
-		if c.staged < 0 {
-			return base.Invalidf("%v: nothing staged: call StageDevice first", req.Op)
-		}
-		if req.Out[0].Len != c.staged {
-			return base.Invalidf("%v: output has %d bytes but %d were staged", req.Op, req.Out[0].Len, c.staged)
-		}
-	} else if c.staged >= 0 {
-		return base.Invalidf("%v while a staged all-reduce is pending: call AllReduceStagedDevice first", req.Op)
+	out := 0
+	if len(req.Out) > 0 {
+		out = req.Out[0].Len
 	}
-	if err := c.launch(req.Op, req.Signature(), c.plan.plan(req), driver.Stream(req.Stream)); err != nil {
+	pending := c.stage
+	if err := c.stage.Check(req.Op, out, true); err != nil {
 		return err
 	}
-	if req.Op == base.OpAllReduceStaged {
-		c.staged = -1
+	if err := c.launch(req.Op, req.Signature(), c.plan.plan(req), driver.Stream(req.Stream)); err != nil {
+		c.stage = pending // nothing queued: the Stage still awaits its call
+		return err
 	}
 	return nil
 }
+
+// Reserved is this rank's device buffer: no caller's buffer may lie in it.
+func (c *Comm) Reserved() base.Region { return base.Region{Addr: uint64(c.buf), Len: c.bufLen} }
 
 // StageDevice queues, on stream s, a wait until every peer has finished
 // reading this rank's staging, and returns the staging's device address
@@ -53,13 +52,13 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	if err := c.usable(); err != nil {
 		return 0, err
 	}
-	if c.staged < 0 {
+	if !c.stage.Pending() {
 		sig := base.Signature{Op: base.OpAllReduceStaged}
 		if err := c.launch(base.OpAllReduceStaged, sig, []step{c.plan.reserve()}, driver.Stream(s)); err != nil {
 			return 0, err
 		}
 	}
-	c.staged = n
+	c.stage.Begin(n)
 	return uint64(c.buf + ctrlSize), nil
 }
 

@@ -48,6 +48,7 @@ type Comm struct {
 	mod     driver.Module
 	fns     [numKernels]driver.Function
 	buf     driver.DevicePtr   // this rank's buffer: control block, staging, LL area
+	bufLen  int
 	llOff   int                // offset of the LL area in every rank's buffer
 	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
 	opened  []driver.DevicePtr // what IPCOpenMemHandle returned, to close
@@ -71,8 +72,8 @@ type Comm struct {
 	stopMonitor chan struct{} // closed by Close to end the monitor goroutine
 	monitorDone chan struct{} // closed when the monitor goroutine has exited
 
-	mu     sync.Mutex // serialises calls; guards the fields below
-	staged int        // bytes reserved by Stage and not yet reduced, or -1
+	mu     sync.Mutex      // serialises calls; guards the fields below
+	stage  base.StagedCall // a StageDevice awaiting its AllReduceStagedDevice
 	closed bool
 	last   driver.Stream // the stream of the last call queued (stream before any)
 	// args is the launches' parameter, reused, in an allocation of its
@@ -95,7 +96,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	}
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
-		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, staged: -1, args: new(kernelArgs),
+		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, args: new(kernelArgs),
 		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block},
 	}
 	if c.log == nil {
@@ -209,6 +210,7 @@ func (c *Comm) setupBuffers() error {
 	if c.buf, err = driver.MemAlloc(size); err != nil {
 		return fmt.Errorf("allocate %d bytes of staging: %w", size, err)
 	}
+	c.bufLen = size
 	c.plan.staging = uint64(c.buf + ctrlSize)
 	if c.host, err = driver.MemHostAllocMapped(recSize); err != nil {
 		return err
