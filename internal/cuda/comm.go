@@ -47,7 +47,7 @@ type Comm struct {
 	ctx     driver.Context
 	mod     driver.Module
 	fns     [numKernels]driver.Function
-	buf     driver.DevicePtr   // this rank's buffer: control block, staging, LL area
+	buf     driver.DevicePtr // this rank's buffer: control block, staging, LL area
 	bufLen  int
 	llOff   int                // offset of the LL area in every rank's buffer
 	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
