@@ -1,7 +1,13 @@
 // Package ranktest runs multi-process tests: a test starts W copies of its
 // own test binary as the ranks of a job, each running a named role, and
-// collects how each ended. It follows os/exec's tests: the child is the
-// test binary itself, selected by an environment variable in TestMain.
+// collects how each ended (Run), or starts one child it then talks to and
+// kills (Start). It follows os/exec's tests: the child is the test binary
+// itself, selected by an environment variable in TestMain (Main).
+//
+// A role's parameters belong in the table its name comes from (as
+// internal/conformance's cases), not in the environment; a child started
+// by a -short test runs with -test.short, so testing.Short answers there
+// too.
 //
 // Children get the same variables detcoll run sets (RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT, DETCOLL_SECRET, ...), so a role opens its
@@ -15,11 +21,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,12 +43,14 @@ const roleEnv = "DETCOLL_TEST_ROLE"
 type Role func() error
 
 // Main runs the role this process was started for, if it was started by
-// Run, and exits; otherwise it returns. Call it first in TestMain.
+// Run or Start, and exits; otherwise it returns. Call it first in
+// TestMain.
 func Main(roles map[string]Role) {
 	name := os.Getenv(roleEnv)
 	if name == "" {
 		return
 	}
+	flag.Parse() // for testing.Short; m.Run, which would parse, never runs
 	role, ok := roles[name]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "ranktest: unknown role %q\n", name)
@@ -71,16 +81,9 @@ func (r Result) Failed() bool { return r.ExitCode != 0 }
 // if any shared-memory file is left behind.
 func Run(t *testing.T, world int, role string, timeout time.Duration, env ...string) []Result {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skipf("cannot re-execute the test binary: %v", err)
-	}
+	exe := executable(t)
 	shm := ShmDir(t)
-	deadline := time.Now().Add(timeout)
-	if d, ok := t.Deadline(); ok && d.Add(-5*time.Second).Before(deadline) {
-		deadline = d.Add(-5 * time.Second)
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline(t, timeout))
 	defer cancel()
 
 	port := freePort(t)
@@ -101,7 +104,7 @@ func Run(t *testing.T, world int, role string, timeout time.Duration, env ...str
 	outs := make([]*bytes.Buffer, world)
 	cmds := make([]*exec.Cmd, world)
 	for r := range world {
-		cmd := exec.CommandContext(ctx, exe, "-test.run=^$", "-test.timeout=0")
+		cmd := exec.CommandContext(ctx, exe, childArgs()...)
 		cmd.Env = append(append([]string(nil), base...), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r))
 		outs[r] = new(bytes.Buffer)
 		cmd.Stdout = &lockedWriter{w: outs[r]}
@@ -136,6 +139,43 @@ func Run(t *testing.T, world int, role string, timeout time.Duration, env ...str
 	}
 	checkShmEmpty(t, shm)
 	return results
+}
+
+// executable returns the test binary, or skips t where it cannot be
+// re-executed.
+func executable(t testing.TB) string {
+	t.Helper()
+	switch runtime.GOOS {
+	case "js", "wasip1", "ios", "android":
+		t.Skipf("cannot re-execute the test binary on %s", runtime.GOOS)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skipf("cannot re-execute the test binary: %v", err)
+	}
+	return exe
+}
+
+// deadline is when children must be gone: after timeout, or 5 s before
+// the test's own deadline, whichever is sooner.
+func deadline(t testing.TB, timeout time.Duration) time.Time {
+	d := time.Now().Add(timeout)
+	if td, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := td.Deadline(); ok && end.Add(-5*time.Second).Before(d) {
+			d = end.Add(-5 * time.Second)
+		}
+	}
+	return d
+}
+
+// childArgs are a child's flags: no tests of its own, no timeout of its
+// own (the parent bounds it), and -short if the parent runs -short.
+func childArgs() []string {
+	args := []string{"-test.run=^$", "-test.timeout=0"}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	return args
 }
 
 // RequireOK fails t unless every rank exited 0, showing each failure's
