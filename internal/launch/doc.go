@@ -17,9 +17,12 @@
 // # Imports
 //
 // Who a rank is (the environment a launcher sets) belongs to
-// internal/jobenv, which this package uses to write it. The library
-// (the root package and its backends) must never import this package: it
-// starts processes and handles signals, which a library must not do.
+// internal/jobenv, which this package uses to write it; the store is
+// imported to report deaths. It never imports the root package or a
+// backend: it supervises any program and knows nothing of collectives.
+// The library (the root package and its backends) must never import this
+// package: it starts processes and handles signals, which a library must
+// not do.
 //
 // # Errors
 //

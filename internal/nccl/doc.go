@@ -17,7 +17,8 @@
 // # Imports
 //
 // It imports internal/cuda/driver for its Go types only (DevicePtr,
-// Stream) and internal/num for element types. The library (the root
+// Stream), internal/num for element types, and nothing else of the
+// module. The library (the root
 // package, internal/cuda, internal/cpu and what they import) must never
 // import it: a machine without NCCL must lose nothing but the reference.
 //

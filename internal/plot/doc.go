@@ -11,4 +11,8 @@
 // appear twice. The reference plotting tool checked only the world size
 // and the sweep; a plot that silently compared runs on different
 // hardware or library versions would mislead.
+//
+// Run is detcoll plot as a whole, from a Config that its flags fill.
+// It reads reports (internal/report) and draws with gonum's plot; it
+// imports nothing of the library, which must never import it.
 package plot

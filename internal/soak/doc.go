@@ -46,4 +46,11 @@
 // Run is detcoll soak as a whole, from a Config that its flags fill: the
 // parent that starts the ranks and reports, one of its ranks, or one rank
 // of another launcher's job. cmd/detcoll only parses the flags.
+//
+// # Imports
+//
+// It is a tool: it imports the root package, the launcher, internal/coord,
+// internal/check (the references), internal/bench (the machine's
+// description) and the driver (a GPU's free memory). The library must
+// never import it.
 package soak
