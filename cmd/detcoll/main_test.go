@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/launch"
 )
 
 func TestRunCommandLine(t *testing.T) {
@@ -93,6 +96,29 @@ func TestRunMissingProgram(t *testing.T) {
 	code := runMain(t.Context(), []string{"run", "-n", "2", "nosuch-detcoll-program"}, &stdout, &stderr)
 	if want := "detcoll run: program \"nosuch-detcoll-program\" not found in $PATH\n"; code != 2 || stderr.String() != want {
 		t.Errorf("detcoll run nosuch-detcoll-program: exit %d, stderr %q; want exit 2, stderr %q", code, stderr.String(), want)
+	}
+}
+
+// TestRanksFailed checks that a job a command started itself (bench and
+// verify re-run themselves) fails in detcoll run's words.
+func TestRanksFailed(t *testing.T) {
+	re := &launch.RankError{Rank: 1, ExitCode: 3, Err: errors.New("exit status 3")}
+	re.Ranks = []launch.RankExit{{Rank: 0, After: 5 * time.Millisecond}, {Rank: 1, Err: &launch.RankError{Rank: 1, ExitCode: 3}}}
+	var stderr bytes.Buffer
+	err := ranksFailed(&stderr, "detcoll bench", re)
+	if got, want := err.Error(), "rank 1 failed first: exit status 3"; got != want {
+		t.Errorf("ranksFailed = %q; want %q", got, want)
+	}
+	if got, want := stderr.String(), "detcoll bench: rank 0 exited with status 0, on its own 5ms after the first failure\n"; got != want {
+		t.Errorf("stderr %q; want %q", got, want)
+	}
+	// Words already chosen, and other errors, pass as they are.
+	stderr.Reset()
+	if err := ranksFailed(&stderr, "detcoll verify", rankFailed{re}); !errors.Is(err, re) || stderr.Len() != 0 {
+		t.Errorf("ranksFailed(rankFailed) = %v, stderr %q; want it unchanged, nothing printed", err, stderr.String())
+	}
+	if other := errors.New("x"); ranksFailed(&stderr, "detcoll bench", other) != other {
+		t.Error("ranksFailed changed an error that names no rank")
 	}
 }
 
