@@ -2,9 +2,12 @@
 //
 //	detcoll COMMAND [FLAGS] [ARGS]
 //
-// Each command lives in a file of its own and registers in commands. Results
-// go to stdout, progress and errors to stderr. The exit status is 0 on
-// success, 1 on failure and 2 for bad usage.
+// Each command lives in a file of its own and registers in commands. A
+// command only parses its flags: it fills its package's Config
+// (internal/bench, internal/soak, internal/plot, internal/verify,
+// internal/launch) and calls that package's Run. Results go to stdout,
+// progress and errors to stderr. The exit status is 0 on success, 1 on
+// failure and 2 for bad usage.
 package main
 
 import (
