@@ -4,16 +4,22 @@
 // is to blame, and the codecs of the status and signature words. It is
 // written once here and executed by the backends: internal/cpu runs a
 // call's Schedule over shared memory and ends every wait with Decide;
-// internal/cuda derives its launches' flags from the same Schedule and its
-// kernels' constants from this package (cuda/kernels/proto.h is generated
-// from it by go generate).
+// internal/cuda cuts the same Schedule into kernel launches (its
+// launches.go) and writes this package's phases, status-word layout and
+// signature size into the kernels' generated header (kernels/proto.h). The
+// GPU-only paths (LL, Push, PushScatter) and words (Sent1, Sent2) are
+// described here too, so that every path of the protocol has one written
+// schedule.
 //
 // Like etcd raft's state machine, it does no I/O: no clocks, no memory
 // shared with other processes, no goroutines. The backends observe their
 // peers' words and the time and pass what they saw in (Observation); the
 // model answers with what to do (Step, Verdict). That is what makes the
-// failure rules testable one race at a time (testdata/*.txt, run by
-// datadriven).
+// failure rules testable one race at a time: testdata/*.txt script single
+// waits and the codecs, testdata/sim/*.txt whole jobs of ranks that a
+// simulator (sim_test.go) steps through their schedules in scripted
+// interleavings, with kills, deadlines and the rendezvous's notices
+// (datadriven; -rewrite regenerates, diffs get reviewed).
 //
 // It owns: Word, Phase, Action, Step, Schedule, Observation, Verdict,
 // Decide, Prevails, the status word and the signature words. It imports
