@@ -21,7 +21,7 @@
 // interleavings, with kills, deadlines and the rendezvous's notices
 // (datadriven; -rewrite regenerates, diffs get reviewed).
 //
-// It owns: Word, Phase, Action, Step, Schedule, Observation, Verdict,
+// It owns: Word, Phase, Path, Action, Step, Schedule, View, Wait, Verdict,
 // Decide, Prevails, the status word and the signature words. It imports
 // only internal/base (errors, signatures, failures) and internal/num; it
 // must never import os, net, time, sync, unsafe, "C", or a backend.
