@@ -13,7 +13,7 @@
 //
 // Like etcd raft's state machine, it does no I/O: no clocks, no memory
 // shared with other processes, no goroutines. The backends observe their
-// peers' words and the time and pass what they saw in (Observation); the
+// peers' words and the time and pass what they saw in (View); the
 // model answers with what to do (Step, Verdict). That is what makes the
 // failure rules testable one race at a time: testdata/*.txt script single
 // waits and the codecs, testdata/sim/*.txt whole jobs of ranks that a
