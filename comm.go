@@ -37,9 +37,10 @@ type Comm struct {
 	opts    Options
 	bounds  base.Bounds // every call is checked against them, once, here
 	backend hostBackend
-	device  deviceBackend // the same backend, for device calls; nil on cpu
-	client  *store.Client // nil for a single rank
-	server  *store.Server // rank 0's, nil elsewhere
+	device  deviceBackend   // the same backend, for device calls; nil on cpu
+	client  *store.Client   // nil for a single rank or a caller's Rendezvous
+	server  *store.Server   // rank 0's, nil elsewhere
+	user    *userRendezvous // the caller's Rendezvous, or nil
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -98,7 +99,11 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 	c := &Comm{opts: o}
 	o.Logger = o.Logger.With("rank", o.Rank, "world", o.WorldSize, "backend", o.Backend)
 	var rdv base.Rendezvous
-	if o.WorldSize > 1 {
+	switch {
+	case o.Rendezvous != nil:
+		c.user = newUserRendezvous(o.Rendezvous)
+		rdv = c.user
+	case o.WorldSize > 1:
 		c.server, c.client, err = joinStore(ctx, o)
 		if err != nil {
 			return nil, err
@@ -136,17 +141,22 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 // tells the peers (who then fail the same way, see base.Failure), leaves
 // the store and returns the error this rank reports.
 func (c *Comm) failOpen(ctx context.Context, err error) error {
-	if errors.Is(err, ErrUnavailable) || c.client == nil {
+	fail := func(string) {}
+	switch {
+	case c.client != nil:
+		fail = c.client.Fail
+	case c.user != nil:
+		fail = c.user.Fail
+	}
+	if errors.Is(err, ErrUnavailable) || c.client == nil && c.user == nil {
 		// This rank cannot run the backend at all: it fails alone, and
 		// its peers see it lost.
-		if c.client != nil {
-			c.client.Fail(err.Error())
-		}
+		fail(err.Error())
 		c.closeStore(ctx)
 		return err
 	}
 	err = base.Canonical(err, c.opts.Rank)
-	c.client.Fail(base.FailureOf(err, c.opts.Rank).Encode())
+	fail(base.FailureOf(err, c.opts.Rank).Encode())
 	c.closeStore(ctx)
 	return err
 }

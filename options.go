@@ -35,6 +35,13 @@ type Options struct {
 	// Secret is the per-job secret every rank must present to join.
 	// Empty means DETCOLL_SECRET, which detcoll run sets.
 	Secret string `json:"-"`
+	// Rendezvous, when set, carries Open's setup exchange in place of the
+	// store (Addr and Secret are then unused): for ranks that can already
+	// talk to each other, over an NCCL or MPI communicator, say. Without
+	// the store, a rank learns of a lost peer from the peers' status
+	// words, the Timeout or Abort, unless Rendezvous is also a
+	// FailureDetector. WorldSize and Rank must then be set too.
+	Rendezvous Rendezvous `json:"-"`
 
 	// Capacity is the largest input of one call, in bytes per rank (for
 	// ReduceScatter the whole input; for the *Many calls the sum of the
@@ -116,6 +123,8 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Device %d: want >= -1", o.Device)
 	case o.Timeout < 0:
 		return base.Invalidf("Options.Timeout %v: want >= 0", o.Timeout)
+	case o.Rendezvous != nil:
+		// The caller's own channel: no address or secret to check.
 	case o.WorldSize > 1 && o.Addr == "":
 		return base.Invalidf("Options.Addr: no rendezvous address for %d ranks (set it, or DETCOLL_ADDR, or MASTER_ADDR and MASTER_PORT)", o.WorldSize)
 	case o.WorldSize > 1 && o.Secret == "":

@@ -125,3 +125,74 @@ func joinStore(ctx context.Context, o Options) (*store.Server, *store.Client, er
 	}
 	return srv, cl, nil
 }
+
+// Rendezvous is a caller's channel between its ranks, for Open's setup
+// exchange (Options.Rendezvous).
+type Rendezvous interface {
+	// AllGather publishes value under name and returns every rank's
+	// value, indexed by rank. Every rank calls it with the same names in
+	// the same order; it returns early with an error when ctx ends.
+	AllGather(ctx context.Context, name string, value []byte) ([][]byte, error)
+}
+
+// FailureDetector is a Rendezvous that also carries failures: it tells
+// every other rank that this one failed, and reports when another did.
+type FailureDetector interface {
+	// Fail tells every other rank that this rank failed and why.
+	Fail(reason string)
+	// Done is closed when another rank failed or was lost.
+	Done() <-chan struct{}
+	// Err is that failure once Done is closed: an error of this package
+	// (a *RankError naming the rank, say); any other error reads as the
+	// loss of a peer it does not name.
+	Err() error
+}
+
+// userRendezvous adapts a caller's Rendezvous to what backends need.
+type userRendezvous struct {
+	r  Rendezvous
+	fd FailureDetector // r, if it is one; else nil
+}
+
+func newUserRendezvous(r Rendezvous) *userRendezvous {
+	u := &userRendezvous{r: r}
+	u.fd, _ = r.(FailureDetector)
+	return u
+}
+
+func (u *userRendezvous) AllGather(ctx context.Context, name string, v []byte) ([][]byte, error) {
+	return u.r.AllGather(ctx, name, v)
+}
+
+func (u *userRendezvous) Barrier(ctx context.Context, name string) error {
+	_, err := u.r.AllGather(ctx, name, nil)
+	return err
+}
+
+func (u *userRendezvous) Fail(reason string) {
+	if u.fd != nil {
+		u.fd.Fail(reason)
+	}
+}
+
+// Done never closes without a FailureDetector: a nil channel.
+func (u *userRendezvous) Done() <-chan struct{} {
+	if u.fd == nil {
+		return nil
+	}
+	return u.fd.Done()
+}
+
+func (u *userRendezvous) Err() error {
+	if u.fd == nil {
+		return nil
+	}
+	err := u.fd.Err()
+	var re *RankError
+	var te *TimeoutError
+	var me *MismatchError
+	if err == nil || errors.As(err, &re) || errors.As(err, &te) || errors.As(err, &me) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrPeerLost, err)
+}
