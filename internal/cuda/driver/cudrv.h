@@ -80,6 +80,7 @@ typedef uintptr_t nvrtcProgram;
   X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream s), (s)) \
   X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream s), (s)) \
   X(cuStreamQuery, "cuStreamQuery", (CUstream s), (s)) \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing", (CUstream s, int* status), (s, status)) \
   X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned int flags), (s, e, flags)) \
   X(cuEventCreate, "cuEventCreate", (CUevent* e, unsigned int flags), (e, flags)) \
   X(cuEventDestroy, "cuEventDestroy_v2", (CUevent e), (e)) \

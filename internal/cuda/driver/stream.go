@@ -47,6 +47,17 @@ func (s Stream) Query() (bool, error) {
 	return false, cuErr(r, "cuStreamQuery", uintptr(s))
 }
 
+// Capturing reports whether s is capturing a graph now (cuStreamIsCapturing:
+// an invalidated capture counts as capturing; the work queued on it is
+// then not run, so a caller waiting for it must not).
+func (s Stream) Capturing() (bool, error) {
+	var st C.int
+	if r := C.dc_cuStreamIsCapturing(C.CUstream(s), &st); r != 0 {
+		return false, cuErr(r, "cuStreamIsCapturing", uintptr(s))
+	}
+	return st != 0, nil
+}
+
 // WaitEvent makes work queued on s after this call wait until e completes.
 // It does not block the host.
 func (s Stream) WaitEvent(e Event) error {

@@ -165,6 +165,9 @@ func (s Stream) Query() (bool, error) { return false, stub("Stream.Query") }
 // WaitEvent always fails in this build.
 func (s Stream) WaitEvent(e Event) error { return stub("Stream.WaitEvent") }
 
+// Capturing always fails in this build.
+func (s Stream) Capturing() (bool, error) { return false, stub("Stream.Capturing") }
+
 // BeginCapture always fails in this build.
 func (s Stream) BeginCapture(mode CaptureMode) error { return stub("Stream.BeginCapture") }
 
