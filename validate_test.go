@@ -9,12 +9,9 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/check"
 	"github.com/detcoll/detcoll/internal/ranktest"
 )
-
-func init() {
-	roles["badinput"] = roleBadInput
-}
 
 // badCall is one call that must be refused with ErrInvalid before any work.
 type badCall struct {
@@ -45,7 +42,7 @@ func (bb *badBuffers) fill() {
 }
 
 func (bb *badBuffers) snapshot() []byte {
-	return bytes.Join([][]byte{rawBytes(bb.a), rawBytes(bb.b), rawBytes(bb.u)}, nil)
+	return bytes.Join([][]byte{check.RawBytes(bb.a), check.RawBytes(bb.b), check.RawBytes(bb.u)}, nil)
 }
 
 func badCalls(w int) []badCall {
@@ -194,9 +191,15 @@ func checkStagedMisuse(c *detcoll.Comm) error {
 	return nil
 }
 
+// badInputCapacity is a capacity that no float32 count fills exactly, so
+// that "over capacity" is one element more.
+const badInputCapacity = 65540
+
+// roleBadInput is a rank of TestBadInputKeepsPeersUsable: every rank makes
+// every bad call, then good ones.
 func roleBadInput() error {
 	ctx := context.Background()
-	c, err := openRank(ctx)
+	c, err := detcoll.Open(ctx, detcoll.Options{Capacity: badInputCapacity})
 	if err != nil {
 		return err
 	}
@@ -209,7 +212,7 @@ func roleBadInput() error {
 
 func TestBadInputSingleRank(t *testing.T) {
 	ctx := context.Background()
-	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1, Capacity: 1<<16 + 4})
+	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1, Capacity: badInputCapacity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +222,10 @@ func TestBadInputSingleRank(t *testing.T) {
 	}
 }
 
+// TestBadInputKeepsPeersUsable: at W=3, bad calls on every rank change
+// nothing and leave every peer's communicator usable.
 func TestBadInputKeepsPeersUsable(t *testing.T) {
-	ranktest.RequireOK(t, ranktest.Run(t, 3, "badinput", time.Minute, "TEST_CAPACITY=65540"))
+	ranktest.RequireOK(t, ranktest.Run(t, 3, "badinput", time.Minute))
 }
 
 func TestBadOptions(t *testing.T) {

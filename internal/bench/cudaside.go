@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"runtime"
 	"time"
 
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/devmem"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
@@ -53,8 +53,7 @@ func timingNote() string {
 //
 // A gpuSide is used from the goroutine that made it, never concurrently.
 type gpuSide struct {
-	dev        driver.Device
-	ctx        driver.Context
+	gpu        *devmem.GPU
 	s          driver.Stream
 	start, end driver.Event
 
@@ -63,38 +62,26 @@ type gpuSide struct {
 	wait func() error
 
 	// Set by Prepare, cleared by release.
-	bufs  []driver.DevicePtr // every allocation of the prepared call
-	call  func() error       // queues the prepared call on s; nil when none
-	bytes int                // the prepared call's input bytes per rank
-	graph driver.GraphExec   // GraphCalls(bytes) calls, captured on first use; 0 before
+	mem   devmem.Arena     // every allocation of the prepared call, one cuMemAlloc each
+	call  func() error     // queues the prepared call on s; nil when none
+	bytes int              // the prepared call's input bytes per rank
+	graph driver.GraphExec // GraphCalls(bytes) calls, captured on first use; 0 before
 }
 
-// openGPUSide locks the calling goroutine to its thread, loads the driver,
-// makes device's primary context current and creates the stream and the
-// events. On error it undoes what it did.
+// openGPUSide opens device's GPU on the calling goroutine's thread
+// (devmem.Open: the thread stays locked, the primary context current) and
+// creates the stream and the events. On error it undoes what it did.
 func openGPUSide(device int) (g *gpuSide, err error) {
-	runtime.LockOSThread()
-	if err := driver.Load(); err != nil {
-		runtime.UnlockOSThread()
+	gpu, err := devmem.Open(device)
+	if err != nil {
 		return nil, err
 	}
-	g = &gpuSide{}
+	g = &gpuSide{gpu: gpu}
 	defer func() {
 		if err != nil {
 			g.close()
 		}
 	}()
-	if g.dev, err = driver.DeviceGet(device); err != nil {
-		return nil, err
-	}
-	ctx, err := g.dev.PrimaryCtxRetain()
-	if err != nil {
-		return nil, err
-	}
-	g.ctx = ctx
-	if err := g.ctx.SetCurrent(); err != nil {
-		return nil, err
-	}
 	if g.s, err = driver.StreamCreate(driver.StreamNonBlocking); err != nil {
 		return nil, err
 	}
@@ -120,11 +107,9 @@ func (g *gpuSide) close() {
 	if g.s != 0 {
 		g.s.Destroy()
 	}
-	if g.ctx != 0 {
-		g.dev.PrimaryCtxRelease()
+	if g.gpu != nil {
+		g.gpu.Close()
 	}
-	driver.Unload()
-	runtime.UnlockOSThread()
 	*g = gpuSide{}
 }
 
@@ -139,11 +124,11 @@ func (g *gpuSide) buffers(op Op, s Shape, input []byte) (ins, outs []driver.Devi
 		}
 	}()
 	inLens, outLens := Parts(op, s)
-	in, err := g.alloc(len(input))
+	in, err := g.mem.Alloc(len(input))
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := driver.MemcpyHtoD(in, input); err != nil {
+	if err := devmem.Put(in, input); err != nil {
 		return nil, nil, err
 	}
 	off := 0
@@ -152,7 +137,7 @@ func (g *gpuSide) buffers(op Op, s Shape, input []byte) (ins, outs []driver.Devi
 		off += n
 	}
 	for _, n := range outLens {
-		out, err := g.alloc(n)
+		out, err := g.mem.Alloc(n)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -169,17 +154,6 @@ func (g *gpuSide) buffers(op Op, s Shape, input []byte) (ins, outs []driver.Devi
 	return ins, outs, nil
 }
 
-// alloc allocates n bytes (at least one) of device memory that release
-// frees.
-func (g *gpuSide) alloc(n int) (driver.DevicePtr, error) {
-	p, err := driver.MemAlloc(max(n, 1))
-	if err != nil {
-		return 0, err
-	}
-	g.bufs = append(g.bufs, p)
-	return p, nil
-}
-
 // prepared records the call that time runs.
 func (g *gpuSide) prepared(bytes int, call func() error) {
 	g.bytes, g.call = bytes, call
@@ -192,10 +166,8 @@ func (g *gpuSide) release() {
 		g.graph.Destroy()
 		g.graph = 0
 	}
-	for _, p := range g.bufs {
-		driver.MemFree(p)
-	}
-	g.bufs, g.call, g.bytes = nil, nil, 0
+	g.mem.Free()
+	g.call, g.bytes = nil, 0
 }
 
 // time takes one sample of the prepared call in mode: the device time of
@@ -298,7 +270,7 @@ type GPUInfo struct {
 func (g *gpuSide) info() (GPUInfo, error) {
 	var in GPUInfo
 	var err error
-	if in.Device, err = g.dev.Name(); err != nil {
+	if in.Device, err = g.gpu.Device.Name(); err != nil {
 		return in, err
 	}
 	v, err := driver.DriverVersion()

@@ -32,6 +32,9 @@ type Memory interface {
 	Alloc(n, off int) (Buffer, error)
 	// Reset frees every buffer that Alloc returned.
 	Reset()
+	// Copy copies src into dst, of the same length, in the memory (a
+	// tool times an in-place call with the copy that refills its input).
+	Copy(dst, src Buffer) error
 
 	AllReduce(c *detcoll.Comm, dt detcoll.DType, in, out Buffer) error
 	// AllReduceStaged copies in into c's staging (Stage), then reduces
@@ -75,6 +78,11 @@ func (Host) Alloc(n, off int) (Buffer, error) { return NewGuarded(n, off), nil }
 
 // Reset does nothing: the garbage collector frees host buffers.
 func (Host) Reset() {}
+
+func (Host) Copy(dst, src Buffer) error {
+	copy(hostBytes(dst), hostBytes(src))
+	return nil
+}
 
 // hostBytes returns a Host buffer's bytes.
 func hostBytes(b Buffer) []byte {

@@ -13,8 +13,9 @@ import (
 )
 
 // The package's own GPU tests: one rank on device 0, where the internals
-// they read are not visible from the public API. The multi-rank tests are
-// the root package's (cuda*_test.go).
+// they read are not visible from the public API. The tests through the
+// public API, the conformance suite's among them, are the external
+// package's (conformance_test.go and the files it names).
 
 // openOne opens a communicator of one rank on device 0, or ends t by
 // gputest.

@@ -58,6 +58,17 @@ func (m *Memory) Alloc(n, off int) (check.Buffer, error) {
 // Reset makes the arena's memory free again.
 func (m *Memory) Reset() { m.Arena.Reset() }
 
+// Copy copies src into dst on the stream and waits for it.
+func (m *Memory) Copy(dst, src check.Buffer) error {
+	if src.Len() == 0 {
+		return nil
+	}
+	if err := driver.MemcpyDtoDAsync(driver.DevicePtr(dev(dst)), driver.DevicePtr(dev(src)), src.Len(), driver.Stream(m.Stream)); err != nil {
+		return err
+	}
+	return driver.Stream(m.Stream).Synchronize()
+}
+
 // Ptr returns the address of the view's first byte.
 func (b *Buffer) Ptr() detcoll.DevicePtr { return detcoll.DevicePtr(b.base) + detcoll.DevicePtr(b.vlo) }
 

@@ -1,46 +1,45 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
-// Child processes: the test binary re-executed with DETCOLL_TEST_ROLE set
-// runs one rank instead of the tests (as in os/exec's tests). It prints
-// "ready <addr>" once it has joined, then waits for its stdin to close (the
-// parent going away) or to be killed.
+// Child processes: the test binary re-executed by ranktest.Start runs one
+// rank in a role instead of the tests. It prints "ready <addr>" once it
+// has joined, then waits for its stdin to close (the parent going away)
+// or to be killed. The store's address, the rank and the job's size and
+// secret are known only when the test runs: they reach the child in its
+// environment.
 const (
-	roleEnv   = "DETCOLL_TEST_ROLE"
 	addrEnv   = "DETCOLL_TEST_STORE_ADDR"
 	rankEnv   = "DETCOLL_TEST_RANK"
 	worldEnv  = "DETCOLL_TEST_WORLD"
 	secretEnv = "DETCOLL_TEST_SECRET"
 )
 
+// roles: "client" dials the store at $DETCOLL_TEST_STORE_ADDR; "server"
+// hosts the store and dials it as rank 0, like rank 0 of a job; "fail"
+// dials, calls Fail and exits.
+var roles = map[string]ranktest.Role{
+	"client": func() error { return runChild("client") },
+	"server": func() error { return runChild("server") },
+	"fail":   func() error { return runChild("fail") },
+}
+
 func TestMain(m *testing.M) {
-	if role := os.Getenv(roleEnv); role != "" {
-		if err := runChild(role); err != nil {
-			fmt.Fprintf(os.Stderr, "child %s: %v\n", role, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	ranktest.Main(roles)
 	os.Exit(m.Run())
 }
 
-// runChild is a rank: "client" dials the store at $DETCOLL_TEST_STORE_ADDR;
-// "server" hosts the store and dials it as rank 0, like rank 0 of a job;
-// "fail" dials, calls Fail and exits.
 func runChild(role string) error {
 	world, err := strconv.Atoi(os.Getenv(worldEnv))
 	if err != nil {
@@ -62,8 +61,6 @@ func runChild(role string) error {
 		if rank, err = strconv.Atoi(os.Getenv(rankEnv)); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("unknown role %q", role)
 	}
 	c, err := Dial(ctx, addr, rank, world, secret)
 	if err != nil {
@@ -80,52 +77,19 @@ func runChild(role string) error {
 }
 
 // startChild starts this test binary as a rank in role and returns it once
-// it has joined, with the store's address. Cleanup kills and reaps it.
-func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, string) {
+// it has joined, with the store's address. The test's end kills and reaps
+// it.
+func startChild(t *testing.T, role string, env ...string) (*ranktest.Proc, string) {
 	t.Helper()
-	switch runtime.GOOS {
-	case "js", "wasip1", "ios", "android":
-		t.Skipf("cannot re-execute the test binary on %s", runtime.GOOS)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Skipf("cannot find the test binary: %v", err)
-	}
-	ctx := t.Context()
-	if d, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-5*time.Second))
-		t.Cleanup(cancel)
-	}
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^"+strings.Split(t.Name(), "/")[0]+"$")
-	cmd.Env = append(slices.Clone(os.Environ()), append(env, roleEnv+"="+role, secretEnv+"="+string(testSecret))...)
-	cmd.WaitDelay = 5 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start the test binary: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	p := ranktest.Start(t, role, append(env, secretEnv+"="+string(testSecret))...)
+	line, err := p.ReadLine()
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
 	if err != nil || !ok {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("child %s: read %q, %v; stderr:\n%s", role, line, err, stderr.String())
+		p.Kill()
+		p.Cmd.Wait()
+		t.Fatalf("child %s: read %q, %v; stderr:\n%s", role, line, err, p.Stderr())
 	}
-	return cmd, addr
+	return p, addr
 }
 
 // TestKillClient kills a rank's process with SIGKILL and measures how long
@@ -141,7 +105,7 @@ func TestKillClient(t *testing.T) {
 			child, _ := startChild(t, "client", addrEnv+"="+s.Addr(),
 				rankEnv+"="+strconv.Itoa(victim), worldEnv+"="+strconv.Itoa(world))
 			start := time.Now()
-			if err := child.Process.Kill(); err != nil {
+			if err := child.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			var slowest time.Duration
@@ -166,7 +130,7 @@ func TestKillServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := child.Process.Kill(); err != nil {
+	if err := child.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	var slowest time.Duration

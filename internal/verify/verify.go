@@ -1,59 +1,239 @@
-// Package verify is the body of "detcoll verify": each rank runs every
-// operation over a sweep of sizes and offsets, checks each result bit for
-// bit against the reference tree (or the exact concatenation, for gathers)
-// and across offsets and repeats, and times the calls; rank 0 prints one
-// table row per operation, type and size, pass or fail on every rank.
+// Package verify is "detcoll verify": each rank runs every operation over
+// a sweep of sizes and offsets, checks each result bit for bit against the
+// reference tree (or the exact concatenation, for gathers) and across
+// offsets and repeats, and times the calls; rank 0 prints one table row
+// per operation, type and size as soon as every rank has it: pass or fail
+// on every rank, and the slowest rank's median time.
+//
+// The checks are internal/check's, on host memory (the cpu backend) or on
+// device memory (internal/devmem, the cuda backend): the same engine and
+// the same reference the conformance suite tests the backends with.
+//
+// It imports the root package and the tools' packages (check, devmem,
+// coord, jobenv, launch); the library must never import it.
 package verify
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/check"
+	"github.com/detcoll/detcoll/internal/coord"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/devmem"
+	"github.com/detcoll/detcoll/internal/jobenv"
+	"github.com/detcoll/detcoll/internal/launch"
 )
 
-// Config selects what to check.
+// Config is what to check, and how to start the ranks.
 type Config struct {
-	DTypes []detcoll.DType // element types of the reductions
-	Sizes  []int           // approximate input bytes per rank
-	Seed   uint64
+	// N local ranks run this program with Args when no launcher started
+	// it.
+	N    int
+	Args []string
+
+	Backend string        // "cpu" or "cuda"
+	Timeout time.Duration // bound on every wait for peers
+	DTypes  []detcoll.DType
+	Sizes   []int // approximate input bytes per rank
+	Seed    uint64
+
+	// hostMemory replaces the cpu backend's host memory (tests: one that
+	// corrupts results).
+	hostMemory check.Memory
 }
 
-// Row is the outcome of one operation, element type and size on this rank.
-type Row struct {
-	Op      string
-	DType   detcoll.DType
-	Bytes   int // input bytes per rank
-	Err     error
-	PerCall time.Duration // median of the timed calls
-}
+// ConfigError is a bad Config: nothing ran.
+type ConfigError struct{ Err error }
 
-// offsets (in elements) at which outputs are placed: aligned, odd and
-// off a 16-byte line.
-var offsets = []int{0, 1, 3}
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
 
-// Run runs the checks on c and returns this rank's rows. A failed check is
-// a row with Err set; an error from the communicator itself (a peer lost,
-// a timeout) ends the run and is returned.
-func Run(c *detcoll.Comm, cfg Config) ([]Row, error) {
-	var rows []Row
-	call := 0
+func (cfg *Config) validate() error {
+	bad := func(format string, args ...any) error { return &ConfigError{fmt.Errorf(format, args...)} }
+	switch {
+	case cfg.N < 1:
+		return bad("-n must be at least 1, got %d", cfg.N)
+	case cfg.Timeout <= 0:
+		return bad("--timeout must be positive, got %v", cfg.Timeout)
+	case cfg.Backend != "cpu" && cfg.Backend != "cuda":
+		return bad("--backend %q: want cpu or cuda", cfg.Backend)
+	case len(cfg.Sizes) == 0:
+		return bad("--sizes: no sizes")
+	case len(cfg.DTypes) == 0:
+		return bad("--dtype: no element types")
+	}
 	for _, dt := range cfg.DTypes {
-		for _, op := range reduceOps {
+		if !dt.Reducible() {
+			return bad("--dtype %v: want bfloat16, float16, float32 or float64", dt)
+		}
+	}
+	return nil
+}
+
+// Run is detcoll verify. Started by a launcher (jobenv finds a job:
+// detcoll run, torchrun, mpirun, srun) it is one rank of the job, and
+// rank 0 prints the table on stdout, row by row; started by itself it
+// runs cfg.N local ranks of this program with cfg.Args and returns what
+// the launcher says (a *launch.RankError when a rank failed). A bad
+// setting is a *ConfigError, before anything runs; a failed check makes
+// Run return an error on every rank, after the table.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	job, launched, err := jobenv.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if !launched {
+		return launch.Self(ctx, cfg.N, cfg.Args, stdout, stderr)
+	}
+	opts := detcoll.Options{Backend: cfg.Backend, Timeout: cfg.Timeout, Capacity: int64(slices.Max(cfg.Sizes)) + 4096}
+	if cfg.Backend == "cuda" {
+		return cudaRank(ctx, cfg, job, opts, stdout)
+	}
+	return hostRank(ctx, cfg, opts, stdout)
+}
+
+// hostRank is one rank of detcoll verify on the cpu backend.
+func hostRank(ctx context.Context, cfg Config, opts detcoll.Options, stdout io.Writer) error {
+	c, err := detcoll.Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	m := cfg.hostMemory
+	if m == nil {
+		m = check.Host{}
+	}
+	t := newTable(c, stdout)
+	t.header(opts.Backend)
+	if err := rows(&rowRun{c: c, m: m, seed: cfg.Seed}, cfg, t); err != nil {
+		return err
+	}
+	t.summary()
+	if err := c.Close(ctx); err != nil {
+		return err
+	}
+	return t.err()
+}
+
+// cudaRank is one rank of detcoll verify --backend cuda: the checks run on
+// a cuda communicator, beside a cpu one of the same ranks that agrees on
+// the rows (host calls) and runs the cross-backend calls.
+func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, opts detcoll.Options, stdout io.Writer) error {
+	host, c, err := coord.Open(ctx, job, max(opts.Capacity, 64<<10), opts)
+	if err != nil {
+		return err
+	}
+	defer host.Close(ctx)
+	defer c.Close(ctx)
+	fail := func(err error) error {
+		c.Abort(err) // peers waiting in a kernel or a host call fail now, naming this rank
+		host.Abort(err)
+		return err
+	}
+	g, err := devmem.Open(c.Device())
+	if err != nil {
+		return fail(fmt.Errorf("verify: GPU %d: %w", c.Device(), err))
+	}
+	defer g.Close()
+	s, err := driver.StreamCreate(driver.StreamNonBlocking)
+	if err != nil {
+		return fail(fmt.Errorf("verify: GPU %d: %w", c.Device(), err))
+	}
+	defer s.Destroy()
+	m := devmem.NewMemory(detcoll.Stream(s))
+	defer m.Arena.Free()
+
+	t := newTable(host, stdout)
+	t.header(opts.Backend)
+	if err := rows(&rowRun{c: c, host: host, m: m, seed: cfg.Seed}, cfg, t); err != nil {
+		return fail(err)
+	}
+	t.summary()
+	if !nestable(c.WorldSize()) {
+		t.printf("tensor-parallel nesting not checked: the world size %d is not a power of two up to 8\n", c.WorldSize())
+	}
+	verdict := "PASS"
+	if t.failed > 0 {
+		verdict = "FAIL"
+	}
+	t.printf("%s: cuda backend on %d GPUs, bit for bit against the reference tree\n", verdict, c.WorldSize())
+	if err := c.Close(ctx); err != nil {
+		host.Abort(err)
+		return err
+	}
+	if err := host.Close(ctx); err != nil {
+		return err
+	}
+	return t.err()
+}
+
+// rows runs every row of cfg on r and adds each to t as it completes. A
+// failed check is a row that failed; an error that ends the run (a failed
+// communicator or driver call) is returned.
+//
+// The rows: for each element type, every reduction at every size (on a
+// device also the window and, beside a cpu communicator, the cross-backend
+// rows), then on a device the nesting rows where the world size allows;
+// then every gather at every size, of odd byte counts.
+func rows(r *rowRun, cfg Config, t *table) error {
+	device := r.c.Device() >= 0
+	w := r.c.WorldSize()
+	reduce := reduceOps
+	if device {
+		reduce = append(slices.Clone(reduceOps), windowOp)
+		if r.host != nil {
+			reduce = append(reduce, crossOps()...)
+		}
+	}
+	call := 0
+	add := func(name string, dt detcoll.DType, bytes int, run func() (time.Duration, error, error)) error {
+		row := Row{Op: name, DType: dt, Bytes: bytes}
+		var err error
+		row.PerCall, row.Err, err = run()
+		if err != nil {
+			return fmt.Errorf("verify: %s, %v, %d bytes: %w", name, dt, bytes, err)
+		}
+		return t.add(row)
+	}
+	for _, dt := range cfg.DTypes {
+		for _, op := range reduce {
 			for _, sz := range cfg.Sizes {
 				call++
-				n := elements(sz, dt, op, c.WorldSize())
-				row := Row{Op: op.name, DType: dt, Bytes: n * dt.Size() * op.inScale(c.WorldSize())}
-				var err error
-				row.PerCall, err = op.run(c, dt, n, cfg.Seed, call)
-				if err != nil && c.Err() != nil {
-					return rows, err
+				n := elements(sz, dt, op.inScale(w), w)
+				err := add(op.name, dt, n*dt.Size()*op.inScale(w), func() (time.Duration, error, error) {
+					return r.run(op, dt, n, call)
+				})
+				if err != nil {
+					return err
 				}
-				row.Err = err
-				rows = append(rows, row)
+			}
+		}
+		if !device || !nestable(w) {
+			continue
+		}
+		for _, scatter := range []bool{false, true} {
+			name, scale := "AllReduce/nest8", 1
+			if scatter {
+				name, scale = "ReduceScatter/nest8", w
+			}
+			for _, sz := range cfg.Sizes {
+				call++
+				n := elements(sz, dt, scale, w)
+				err := add(name, dt, n*dt.Size()*scale, func() (time.Duration, error, error) {
+					return r.nested(scatter, dt, n, call)
+				})
+				if err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -61,81 +241,24 @@ func Run(c *detcoll.Comm, cfg Config) ([]Row, error) {
 		for _, sz := range cfg.Sizes {
 			call++
 			n := sz + 1 // odd byte counts
-			row := Row{Op: op.name, DType: detcoll.TypeUint8, Bytes: n}
-			var err error
-			row.PerCall, err = op.run(c, detcoll.TypeUint8, n, cfg.Seed, call)
-			if err != nil && c.Err() != nil {
-				return rows, err
+			err := add(op.name, detcoll.TypeUint8, n, func() (time.Duration, error, error) {
+				return r.run(op, detcoll.TypeUint8, n, call)
+			})
+			if err != nil {
+				return err
 			}
-			row.Err = err
-			rows = append(rows, row)
 		}
 	}
-	return rows, nil
+	return nil
 }
 
 // elements turns an approximate byte size into an odd element count (a
-// tail that no vector width divides), rounded for ReduceScatter to a
-// multiple of the world size.
-func elements(bytes int, dt detcoll.DType, op operation, w int) int {
+// tail that no vector width divides), rounded for an input of scale
+// outputs (ReduceScatter: the world size) to a multiple of it.
+func elements(bytes int, dt detcoll.DType, scale, w int) int {
 	n := max(bytes/dt.Size(), 1) | 1
-	if op.inScale(w) > 1 {
+	if scale > 1 {
 		n = max(n/w, 1) | 1
 	}
 	return n
-}
-
-// Agree combines every rank's rows: a row passes only if it passed on
-// every rank, and its time is the slowest rank's. Every rank gets the same
-// result.
-func Agree(ctx context.Context, c *detcoll.Comm, rows []Row) ([]Row, error) {
-	w := c.WorldSize()
-	mine := make([]float64, 2*len(rows))
-	for i, r := range rows {
-		mine[2*i] = float64(r.PerCall)
-		if r.Err == nil {
-			mine[2*i+1] = 1
-		}
-	}
-	all := make([]float64, w*len(mine))
-	if err := detcoll.AllGather(c, mine, all); err != nil {
-		return nil, err
-	}
-	out := slices.Clone(rows)
-	for i := range out {
-		for p := range w {
-			v := all[p*len(mine):]
-			out[i].PerCall = max(out[i].PerCall, time.Duration(v[2*i]))
-			if v[2*i+1] != 1 && out[i].Err == nil {
-				out[i].Err = fmt.Errorf("failed on rank %d", p)
-			}
-		}
-	}
-	return out, nil
-}
-
-// Print writes the table and returns the number of failed rows.
-func Print(w io.Writer, world int, backend string, rows []Row) int {
-	fmt.Fprintf(w, "detcoll verify: %d ranks, %s backend\n", world, backend)
-	fmt.Fprintf(w, "%-18s %-9s %12s  %-4s %12s  %s\n", "operation", "dtype", "bytes/rank", "pass", "time/call", "detail")
-	failed := 0
-	for _, r := range rows {
-		pass, detail := "yes", ""
-		if r.Err != nil {
-			pass, detail = "NO", r.Err.Error()
-			failed++
-		}
-		fmt.Fprintf(w, "%-18s %-9v %12d  %-4s %12s  %s\n", r.Op, r.DType, r.Bytes, pass, fmtDur(r.PerCall), detail)
-	}
-	fmt.Fprintf(w, "%d of %d checks passed on every rank\n", len(rows)-failed, len(rows))
-	return failed
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1f us", float64(d)/1e3)
-	default:
-		return fmt.Sprintf("%.2f ms", float64(d)/1e6)
-	}
 }

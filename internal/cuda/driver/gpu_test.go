@@ -1,14 +1,12 @@
 package driver
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/detcoll/detcoll/internal/cuda/gputest"
+	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
 // The GPU tests skip with "no CUDA driver: ..." where Load fails (fail,
@@ -484,19 +483,13 @@ func TestGPUIPC(t *testing.T) {
 		t.Fatal("IPC handle is all zero")
 	}
 
-	exe, err := os.Executable()
-	check(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		envTestRole+"=ipc-child",
+	// The handle and the pattern exist only now: they reach the child in
+	// its environment.
+	res := ranktest.Run(t, 1, "ipc-child", time.Minute,
 		"DETCOLL_TEST_IPC="+hex.EncodeToString(h[:])+","+strconv.Itoa(int(base+off-start))+","+hex.EncodeToString(pattern))
-	cmd.WaitDelay = 5 * time.Second
-	outb, err := cmd.CombinedOutput()
-	t.Logf("child output: %s", strings.TrimSpace(string(outb)))
-	if err != nil {
-		t.Fatalf("child: %v", err)
+	t.Logf("child output: %s", strings.TrimSpace(res[0].Output))
+	if ranktest.RequireOK(t, res); t.Failed() {
+		t.FailNow()
 	}
 	// The child wrote 0x5a over [off+8192, off+8192+n).
 	got := make([]byte, n)

@@ -1,22 +1,26 @@
 package driver
 
 import (
+	"fmt"
 	"os"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
-// envTestRole makes the test binary act as a child process of a test
-// (rule 15): TestMain runs the role and exits instead of running tests.
-const envTestRole = "DETCOLL_TEST_ROLE"
+// roles are the bodies of the child processes that tests start through
+// ranktest (rule 15): TestMain runs the role and exits instead of running
+// tests.
+var roles = map[string]ranktest.Role{
+	"ipc-child": func() error {
+		if code := ipcChild(); code != 0 {
+			return fmt.Errorf("ipc-child exited %d", code)
+		}
+		return nil
+	},
+}
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(envTestRole) {
-	case "":
-		os.Exit(m.Run())
-	case "ipc-child":
-		os.Exit(ipcChild())
-	default:
-		os.Stderr.WriteString("unknown " + envTestRole + "\n")
-		os.Exit(2)
-	}
+	ranktest.Main(roles)
+	os.Exit(m.Run())
 }
