@@ -28,12 +28,12 @@ var gatherOffsets = [][2]int{{0, 0}, {1, 0}, {0, 3}, {5, 7}}
 func dataCases() []Case {
 	return []Case{
 		{Name: "ReduceMatchesReference", Worlds: []int{1, 2, 3, 4, 5, 8}, ShortWorlds: []int{1, 2, 3},
-			DeviceWorlds: []int{1, 2}, Limit: 5 * time.Minute, Rank: reduceRank},
+			DeviceWorlds: []int{1, 2}, Limit: 5 * time.Minute, Rank: withMemory(reduceRank)},
 		{Name: "Gather", Worlds: []int{1, 2, 3, 4, 5, 8}, ShortWorlds: []int{1, 2, 3},
-			DeviceWorlds: []int{1, 2}, Limit: 5 * time.Minute, Rank: gatherRank},
-		{Name: "SizeAndOffsetInvariance", Worlds: []int{1, 2, 3, 4}, Limit: 2 * time.Minute, Rank: invarianceRank},
-		{Name: "TensorParallelNesting", Worlds: []int{1, 2, 4, 8}, Limit: 2 * time.Minute, Rank: nestingRank},
-		{Name: "OneRankNaNsAreCanonical", Worlds: []int{1}, DeviceWorlds: []int{1}, Limit: 2 * time.Minute, Rank: nanRank},
+			DeviceWorlds: []int{1, 2}, Limit: 5 * time.Minute, Rank: withMemory(gatherRank)},
+		{Name: "SizeAndOffsetInvariance", Worlds: []int{1, 2, 3, 4}, Limit: 2 * time.Minute, Rank: withMemory(invarianceRank)},
+		{Name: "TensorParallelNesting", Worlds: []int{1, 2, 4, 8}, Limit: 2 * time.Minute, Rank: withMemory(nestingRank)},
+		{Name: "OneRankNaNsAreCanonical", Worlds: []int{1}, DeviceWorlds: []int{1}, Limit: 2 * time.Minute, Rank: withMemory(nanRank)},
 	}
 }
 
@@ -41,13 +41,8 @@ func dataCases() []Case {
 // ReduceScatter (out of place, in place) and ReduceScatterMany against the
 // reference tree for every float type, the backend's sizes and every
 // offset.
-func reduceRank(r *Rank) error {
+func reduceRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	// The first call of the communicator is a staged all-reduce small
 	// enough for every one-shot path: on cuda its Stage launch refreshes
 	// the flags of the receive slot that the call then uses, and the call
@@ -213,13 +208,8 @@ func reduceScatterMany(c *detcoll.Comm, m check.Memory, dt detcoll.DType, counts
 // gatherRank checks AllGather over the backend's sizes and offset pairs
 // (out of place and in place), typed gathers, AllGatherMany against the
 // concatenations, and Broadcast from every root.
-func gatherRank(r *Rank) error {
+func gatherRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	w, rank := r.World, r.Rank
 	u8 := detcoll.TypeUint8
 	call, calls := 0, 0
@@ -389,13 +379,8 @@ func broadcast(c *detcoll.Comm, m check.Memory, dt detcoll.DType, n, root, rank,
 // buffer around it: sums of windows of a large input, at many offsets
 // and lengths across the cpu paths' thresholds, equal the same elements
 // of the whole sum. This holds without any reference.
-func invarianceRank(r *Rank) error {
+func invarianceRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	for _, dt := range check.FloatTypes {
 		m.Reset()
 		size := dt.Size()
@@ -439,13 +424,8 @@ func invarianceRank(r *Rank) error {
 // element; at world size k, rank r holds the tree of its contiguous block
 // of 8/k leaves (its local partial sum, by the reference adds); the
 // all-reduce must equal the tree of all 8 leaves.
-func nestingRank(r *Rank) error {
+func nestingRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	const n = 4099
 	per := 8 / r.World
 	for _, dt := range check.FloatTypes {

@@ -29,23 +29,20 @@ func failureCases() []Case {
 			device = []int{2}
 		}
 		cases = append(cases, Case{Name: "MismatchFailsEveryRank/" + mm.name, Worlds: []int{2, 3}, DeviceWorlds: device,
-			Limit: time.Minute, Timeout: 20 * time.Second, Rank: mismatchRank(mm)})
+			Limit: time.Minute, Timeout: 20 * time.Second, Rank: withMemory(mm.rank)})
 	}
 	cases = append(cases, Case{Name: "SkippedCallTimesOut", Worlds: []int{3}, DeviceWorlds: []int{2},
-		Limit: time.Minute, Timeout: time.Second, Rank: skipRank})
-	for _, k := range []struct {
-		world, victim int
-		device        bool
-	}{{2, 1, true}, {4, 2, false}, {4, 0, false}} {
+		Limit: time.Minute, Timeout: time.Second, Rank: withMemory(skipRank)})
+	for _, k := range kills {
 		c := Case{Name: "KilledRankFailsEveryRankPromptly/victim=" + strconv.Itoa(k.victim), Worlds: []int{k.world},
-			Limit: time.Minute, Timeout: 30 * time.Second, Rank: killRank(k.victim), Check: killCheck(k.victim)}
+			Limit: time.Minute, Timeout: 30 * time.Second, Rank: withMemory(k.rank), Check: k.check}
 		if k.device {
 			c.DeviceWorlds = []int{k.world}
 		}
 		cases = append(cases, c)
 	}
 	cases = append(cases, Case{Name: "Abort", Worlds: []int{2}, DeviceWorlds: []int{2}, Limit: time.Minute,
-		Timeout: 20 * time.Second, Rank: abortRank})
+		Timeout: 20 * time.Second, Rank: withMemory(abortRank)})
 	return append(cases, hostFailureCases()...)
 }
 
@@ -119,47 +116,39 @@ var mismatches = []mismatch{
 	{name: "layout", others: gatherMany(500, 500), odd: gatherMany(10, 990)},
 }
 
-// mismatchRank: the last rank calls something else; every rank must fail
-// with a *MismatchError listing every rank's signature, the last alone
+// rank: the last rank calls something else; every rank must fail with a
+// *MismatchError listing every rank's signature, the last alone
 // differing, write nothing, then stay failed.
-func mismatchRank(mm mismatch) func(r *Rank) error {
-	return func(r *Rank) error {
-		ctx := context.Background()
-		c, m, done, err := r.OpenMemory(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		w := r.World
-		call := mm.others
-		if r.Rank == w-1 {
-			call = mm.odd
-		}
-		start := time.Now()
-		bufs, err := call(c, m)
-		var me *detcoll.MismatchError
-		if !errors.Is(err, detcoll.ErrMismatch) || !errors.As(err, &me) {
-			return fmt.Errorf("got %v, want a *MismatchError", err)
-		}
-		if len(me.Signatures) != w {
-			return fmt.Errorf("mismatch lists %d signatures, want %d: %v", len(me.Signatures), w, err)
-		}
-		for p, s := range me.Signatures {
-			if (s == me.Signatures[0]) == (p == w-1) {
-				return fmt.Errorf("signature of rank %d is %v: want the last rank alone to differ: %v", p, s, err)
-			}
-		}
-		fmt.Printf("rank %d: after %v: %v\n", r.Rank, time.Since(start).Round(time.Microsecond), err)
-		for i, b := range bufs {
-			if err := check.Expect(detcoll.TypeUint8, b, guardBytes(b.Len())); err != nil {
-				return fmt.Errorf("buffer %d of the mismatched call was written: %w", i, err)
-			}
-		}
-		if _, err := allReduce(1000, f32)(c, m); !errors.Is(err, detcoll.ErrMismatch) {
-			return fmt.Errorf("call after a mismatch: got %v, want the cause again", err)
-		}
-		return nil
+func (mm mismatch) rank(r *Rank, c *detcoll.Comm, m check.Memory) error {
+	w := r.World
+	call := mm.others
+	if r.Rank == w-1 {
+		call = mm.odd
 	}
+	start := time.Now()
+	bufs, err := call(c, m)
+	var me *detcoll.MismatchError
+	if !errors.Is(err, detcoll.ErrMismatch) || !errors.As(err, &me) {
+		return fmt.Errorf("got %v, want a *MismatchError", err)
+	}
+	if len(me.Signatures) != w {
+		return fmt.Errorf("mismatch lists %d signatures, want %d: %v", len(me.Signatures), w, err)
+	}
+	for p, s := range me.Signatures {
+		if (s == me.Signatures[0]) == (p == w-1) {
+			return fmt.Errorf("signature of rank %d is %v: want the last rank alone to differ: %v", p, s, err)
+		}
+	}
+	fmt.Printf("rank %d: after %v: %v\n", r.Rank, time.Since(start).Round(time.Microsecond), err)
+	for i, b := range bufs {
+		if err := check.Expect(detcoll.TypeUint8, b, guardBytes(b.Len())); err != nil {
+			return fmt.Errorf("buffer %d of the mismatched call was written: %w", i, err)
+		}
+	}
+	if _, err := allReduce(1000, f32)(c, m); !errors.Is(err, detcoll.ErrMismatch) {
+		return fmt.Errorf("call after a mismatch: got %v, want the cause again", err)
+	}
+	return nil
 }
 
 // guardBytes is what a buffer never written holds.
@@ -168,13 +157,7 @@ func guardBytes(n int) []byte { return bytes.Repeat([]byte{check.GuardByte}, n) 
 // skipRank: the last rank skips a call; the others must get a timeout
 // naming the operation and the missing rank, and the skipper the same
 // timeout from its next call.
-func skipRank(r *Rank) error {
-	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+func skipRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	w := r.World
 	if r.Rank == w-1 {
 		time.Sleep(3 * time.Second)
@@ -188,7 +171,7 @@ func skipRank(r *Rank) error {
 		return nil
 	}
 	start := time.Now()
-	_, err = allReduce(10, f32)(c, m)
+	_, err := allReduce(10, f32)(c, m)
 	// Either this rank timed out itself, or a faster peer did and told it:
 	// both are the same *TimeoutError, naming AllReduce's missing rank.
 	var te *detcoll.TimeoutError
@@ -200,43 +183,44 @@ func skipRank(r *Rank) error {
 	return nil
 }
 
-// killRank: every rank all-reduces in a loop, alternating the backend's
+// killCase kills victim, one of world ranks, amid calls.
+type killCase struct {
+	world, victim int
+	device        bool // also on device backends
+}
+
+var kills = []killCase{{2, 1, true}, {4, 2, false}, {4, 0, false}}
+
+// rank: every rank all-reduces in a loop, alternating the backend's
 // paths; the victim kills itself with SIGKILL in the middle. The others
 // must fail with a *RankError naming it, printing when they noticed (the
 // victim prints when it died); then each opens a communicator of one rank
 // (on its device, if any), which works.
-func killRank(victim int) func(r *Rank) error {
-	return func(r *Rank) error {
-		ctx := context.Background()
-		c, m, done, err := r.OpenMemory(ctx)
-		if err != nil {
-			return err
-		}
-		defer done()
-		paths := r.Backend.Paths
-		largest := 4 * slices.Max(paths)
-		bufs, err := check.AllocAll(m, []int{largest, largest}, 0)
-		if err != nil {
-			return err
-		}
-		for i := 0; ; i++ {
-			if r.Rank == victim && i == 300 {
-				fmt.Printf("KILL %d\n", time.Now().UnixNano())
-				syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
-			}
-			n := 4 * paths[i%len(paths)]
-			if err = m.AllReduce(c, f32, bufs[0].Slice(0, n), bufs[1].Slice(0, n)); err != nil {
-				break
-			}
-		}
-		fmt.Printf("DETECTED %d %v\n", time.Now().UnixNano(), err)
-		var re *detcoll.RankError
-		if !errors.Is(err, detcoll.ErrPeerLost) || !errors.As(err, &re) || re.Rank != victim {
-			return fmt.Errorf("got %v, want a *RankError naming rank %d", err, victim)
-		}
-		c.Close(ctx)
-		return oneRankWorks(ctx, r, c.Device(), m)
+func (k killCase) rank(r *Rank, c *detcoll.Comm, m check.Memory) error {
+	ctx := context.Background()
+	paths := r.Backend.Paths
+	largest := 4 * slices.Max(paths)
+	bufs, err := check.AllocAll(m, []int{largest, largest}, 0)
+	if err != nil {
+		return err
 	}
+	for i := 0; ; i++ {
+		if r.Rank == k.victim && i == 300 {
+			fmt.Printf("KILL %d\n", time.Now().UnixNano())
+			syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+		}
+		n := 4 * paths[i%len(paths)]
+		if err = m.AllReduce(c, f32, bufs[0].Slice(0, n), bufs[1].Slice(0, n)); err != nil {
+			break
+		}
+	}
+	fmt.Printf("DETECTED %d %v\n", time.Now().UnixNano(), err)
+	var re *detcoll.RankError
+	if !errors.Is(err, detcoll.ErrPeerLost) || !errors.As(err, &re) || re.Rank != k.victim {
+		return fmt.Errorf("got %v, want a *RankError naming rank %d", err, k.victim)
+	}
+	c.Close(ctx)
+	return oneRankWorks(ctx, r, c.Device(), m)
 }
 
 // oneRankWorks opens a communicator of one rank on device (a cuda
@@ -283,47 +267,39 @@ func stamp(out, what string) (int64, bool) {
 	return 0, false
 }
 
-// killCheck: the victim died by SIGKILL; every survivor passed and failed
+// check: the victim died by SIGKILL; every survivor passed and failed
 // within 1 s of the kill.
-func killCheck(victim int) func(t *testing.T, world int, res []ranktest.Result) {
-	return func(t *testing.T, world int, res []ranktest.Result) {
-		killed, ok := stamp(res[victim].Output, "KILL")
-		if res[victim].Signal != syscall.SIGKILL || !ok {
-			t.Fatalf("victim did not die by SIGKILL as planned: %+v", res[victim])
+func (k killCase) check(t *testing.T, world int, res []ranktest.Result) {
+	killed, ok := stamp(res[k.victim].Output, "KILL")
+	if res[k.victim].Signal != syscall.SIGKILL || !ok {
+		t.Fatalf("victim did not die by SIGKILL as planned: %+v", res[k.victim])
+	}
+	var worst time.Duration
+	for _, r := range res {
+		if r.Rank == k.victim {
+			continue
 		}
-		var worst time.Duration
-		for _, r := range res {
-			if r.Rank == victim {
-				continue
-			}
-			if r.Failed() {
-				t.Errorf("rank %d: exit %d:\n%s", r.Rank, r.ExitCode, r.Output)
-				continue
-			}
-			at, ok := stamp(r.Output, "DETECTED")
-			if !ok {
-				t.Errorf("rank %d printed no detection time:\n%s", r.Rank, r.Output)
-				continue
-			}
-			worst = max(worst, time.Duration(at-killed))
+		if r.Failed() {
+			t.Errorf("rank %d: exit %d:\n%s", r.Rank, r.ExitCode, r.Output)
+			continue
 		}
-		t.Logf("slowest survivor failed %v after the kill", worst)
-		if worst > time.Second {
-			t.Errorf("survivors took %v to fail, want < 1s", worst)
+		at, ok := stamp(r.Output, "DETECTED")
+		if !ok {
+			t.Errorf("rank %d printed no detection time:\n%s", r.Rank, r.Output)
+			continue
 		}
+		worst = max(worst, time.Duration(at-killed))
+	}
+	t.Logf("slowest survivor failed %v after the kill", worst)
+	if worst > time.Second {
+		t.Errorf("survivors took %v to fail, want < 1s", worst)
 	}
 }
 
 // abortRank: rank 1 aborts from another goroutine while its call waits
 // for rank 0; the call returns ErrAborted with the cause, promptly, and
 // so does its next; rank 0's next call fails naming rank 1 and the cause.
-func abortRank(r *Rank) error {
-	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+func abortRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	cause := errors.New("the user gave up")
 	if r.Rank == 1 {
 		time.AfterFunc(100*time.Millisecond, func() { c.Abort(cause) })
@@ -343,7 +319,7 @@ func abortRank(r *Rank) error {
 		return nil
 	}
 	time.Sleep(400 * time.Millisecond)
-	_, err = allReduce(16, f32)(c, m)
+	_, err := allReduce(16, f32)(c, m)
 	var re *detcoll.RankError
 	if !errors.As(err, &re) || re.Rank != 1 || !strings.Contains(err.Error(), cause.Error()) {
 		return fmt.Errorf("got %v, want a *RankError naming rank 1 and the cause", err)

@@ -38,13 +38,8 @@ func bits(dt detcoll.DType, v []uint64) []byte {
 // AllReduceStaged of the hand-written vectors, and of inputs with a NaN of
 // random payload and sign in every third element, at sizes of the small
 // paths and at 3 MiB (the cuda staging path), each against check.Canonical.
-func nanRank(r *Rank) error {
+func nanRank(r *Rank, c *detcoll.Comm, m check.Memory) error {
 	ctx := context.Background()
-	c, m, done, err := r.OpenMemory(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
 	if r.World != 1 {
 		return fmt.Errorf("the NaN case runs at W=1, not %d", r.World)
 	}

@@ -127,6 +127,20 @@ func (r *Rank) OpenMemory(ctx context.Context) (c *detcoll.Comm, m check.Memory,
 	return c, m, func() { c.Close(ctx); free() }, nil
 }
 
+// withMemory returns a Case.Rank that opens the rank's communicator and
+// the memory of its buffers, runs body on them, then closes both (body
+// may close the communicator first, to check what Close says).
+func withMemory(body func(r *Rank, c *detcoll.Comm, m check.Memory) error) func(*Rank) error {
+	return func(r *Rank) error {
+		c, m, done, err := r.OpenMemory(context.Background())
+		if err != nil {
+			return err
+		}
+		defer done()
+		return body(r, c, m)
+	}
+}
+
 // Run runs cases on b: each case at each of its world sizes, as subtests
 // named case/W=world.
 func Run(t *testing.T, b Backend, cases []Case) {

@@ -53,7 +53,7 @@ var corruptCase = conformance.Case{
 	Rank: func(r *conformance.Rank) error {
 		b := *r.Backend
 		if r.Rank == 0 {
-			b.Memory = func(*detcoll.Comm) (check.Memory, func(), error) { return &corrupt{}, func() {}, nil }
+			b.Memory = func(*detcoll.Comm) (check.Memory, func(), error) { return &check.Corrupt{}, func() {}, nil }
 		}
 		r.Backend = &b
 		return conformance.Find("ReduceMatchesReference").Rank(r)
@@ -63,22 +63,6 @@ var corruptCase = conformance.Case{
 			t.Errorf("rank 0 (its result corrupted) exited %d; want a failure naming the element:\n%s", res[0].ExitCode, res[0].Output)
 		}
 	},
-}
-
-// corrupt is host memory that flips the low bit of the first all-reduce
-// result it returns.
-type corrupt struct {
-	check.Host
-	done bool
-}
-
-func (m *corrupt) AllReduce(c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
-	if err := m.Host.AllReduce(c, dt, in, out); err != nil || m.done || out.Len() == 0 {
-		return err
-	}
-	m.done = true
-	out.(*check.Guarded).Bytes()[0] ^= 1
-	return nil
 }
 
 func TestConformanceCanFail(t *testing.T) { conformance.RunCase(t, backend, &corruptCase) }

@@ -22,12 +22,12 @@ func TestDeviceBadInputGPU(t *testing.T) { conformance.RunCase(t, backend, &badI
 
 func badInputRank(r *conformance.Rank) error {
 	ctx := context.Background()
-	c, _, m, done, err := openRank(r)
+	g, err := openRank(r)
 	if err != nil {
 		return err
 	}
-	defer done()
-	w := r.World
+	defer g.close()
+	c, m, w := g.c, g.mem, r.World
 	dp, err := m.Arena.Alloc(1 << 16)
 	if err != nil {
 		return err

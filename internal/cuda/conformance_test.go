@@ -11,6 +11,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/check"
 	"github.com/detcoll/detcoll/internal/conformance"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
 	"github.com/detcoll/detcoll/internal/cuda/gputest"
 	"github.com/detcoll/detcoll/internal/devmem"
 )
@@ -73,18 +74,47 @@ func openGPU(c *detcoll.Comm) (*devmem.GPU, *devmem.Memory, error) {
 	return g, devmem.NewMemory(0), nil
 }
 
-// openRank opens the rank's communicator, its GPU and the Memory of its
-// buffers; done closes all three.
-func openRank(r *conformance.Rank) (c *detcoll.Comm, g *devmem.GPU, m *devmem.Memory, done func(), err error) {
-	ctx := context.Background()
-	if c, err = r.Open(ctx); err != nil {
-		return nil, nil, nil, nil, err
+// gpuRank is a rank of a test of this package: its communicator, its
+// GPU, the memory of its buffers on the legacy default stream, and
+// streams of its own.
+type gpuRank struct {
+	c       *detcoll.Comm
+	gpu     *devmem.GPU
+	mem     *devmem.Memory
+	streams []driver.Stream
+}
+
+// openRank opens r's communicator and GPU, and a stream of each of flags.
+func openRank(r *conformance.Rank, flags ...driver.StreamFlags) (*gpuRank, error) {
+	c, err := r.Open(context.Background())
+	if err != nil {
+		return nil, err
 	}
-	if g, m, err = openGPU(c); err != nil {
-		c.Close(ctx)
-		return nil, nil, nil, nil, err
+	g := &gpuRank{c: c}
+	if g.gpu, g.mem, err = openGPU(c); err != nil {
+		c.Close(context.Background())
+		return nil, err
 	}
-	return c, g, m, func() { c.Close(ctx); m.Arena.Free(); g.Close() }, nil
+	for _, f := range flags {
+		s, err := driver.StreamCreate(f)
+		if err != nil {
+			g.close()
+			return nil, err
+		}
+		g.streams = append(g.streams, s)
+	}
+	return g, nil
+}
+
+// close destroys the streams, closes the communicator and releases the
+// GPU.
+func (g *gpuRank) close() {
+	for _, s := range g.streams {
+		s.Destroy()
+	}
+	g.c.Close(context.Background())
+	g.mem.Arena.Free()
+	g.gpu.Close()
 }
 
 // gpuEnv ends t where case c cannot run at world ranks here, and makes

@@ -111,20 +111,16 @@ func (op *graphOp) inputs(w, rank, call int) ([]byte, error) {
 // rank delayed by a host sleep before it queues, and checks every output
 // against the reference.
 func graphRank(r *conformance.Rank) error {
-	c, _, m, done, err := openRank(r)
-	if err != nil {
-		return err
-	}
-	defer done()
-	w, rank := r.World, r.Rank
 	// A blocking stream: the buffers' synchronous copies (legacy stream)
 	// are ordered with it.
-	s, err := driver.StreamCreate(driver.StreamDefault)
+	g, err := openRank(r, driver.StreamDefault)
 	if err != nil {
 		return err
 	}
-	defer s.Destroy()
+	defer g.close()
+	c, m, s := g.c, g.mem, g.streams[0]
 	st := detcoll.Stream(s)
+	w, rank := r.World, r.Rank
 	ops, err := graphOps(m, w)
 	if err != nil {
 		return err

@@ -31,16 +31,12 @@ func TestDeviceLatencyGPU(t *testing.T) { conformance.RunCase(t, backend, &laten
 // pipelined (100 calls between two events) and replayed from a CUDA graph
 // of 50 calls.
 func latencyRank(r *conformance.Rank) error {
-	c, _, m, done, err := openRank(r)
+	g, err := openRank(r, driver.StreamNonBlocking)
 	if err != nil {
 		return err
 	}
-	defer done()
-	s, err := driver.StreamCreate(driver.StreamNonBlocking)
-	if err != nil {
-		return err
-	}
-	defer s.Destroy()
+	defer g.close()
+	c, m, s := g.c, g.mem, g.streams[0]
 	st := detcoll.Stream(s)
 	var events [2]driver.Event
 	for i := range events {

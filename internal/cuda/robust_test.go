@@ -75,12 +75,13 @@ func secondAddr(c *detcoll.Comm, m *devmem.Memory) (string, error) {
 func twoCommsRank(r *conformance.Rank) error {
 	ctx := context.Background()
 	t0 := time.Now()
-	c1, _, m, done, err := openRank(r)
+	g, err := openRank(r, driver.StreamNonBlocking, driver.StreamNonBlocking)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer g.close()
 	opened := time.Since(t0) // with the kernels' compile, on a cold cache
+	c1, m, streams := g.c, g.mem, g.streams
 	o := c1.Options()
 	if o.Addr, err = secondAddr(c1, m); err != nil {
 		return err
@@ -91,13 +92,6 @@ func twoCommsRank(r *conformance.Rank) error {
 	}
 	defer c2.Close(ctx)
 	comms := [2]*detcoll.Comm{c1, c2}
-	var streams [2]driver.Stream
-	for i := range streams {
-		if streams[i], err = driver.StreamCreate(driver.StreamNonBlocking); err != nil {
-			return err
-		}
-		defer streams[i].Destroy()
-	}
 	rank, w := r.Rank, r.World
 	order := []int{0, 1}
 	if rank%2 == 1 {
@@ -177,12 +171,13 @@ func TestDeviceCloseWaitsForPeersGPU(t *testing.T) { conformance.RunCase(t, back
 // has stopped.
 func closeWaitRank(r *conformance.Rank) error {
 	ctx := context.Background()
-	c, _, m, done, err := openRank(r)
+	g, err := openRank(r)
 	if err != nil {
 		return err
 	}
-	defer done()
-	p, err := m.Arena.Alloc(1 << 20)
+	defer g.close()
+	c := g.c
+	p, err := g.mem.Arena.Alloc(1 << 20)
 	if err != nil {
 		return err
 	}
@@ -252,17 +247,13 @@ func TestDeviceBarrierDuringCaptureGPU(t *testing.T) {
 // stream, while another thread captures a graph in global mode: the
 // barrier works, and the capture is still valid when it ends.
 func barrierCaptureRank(r *conformance.Rank) error {
-	c, g, m, done, err := openRank(r)
+	g, err := openRank(r, driver.StreamNonBlocking)
 	if err != nil {
 		return err
 	}
-	defer done()
-	s, err := driver.StreamCreate(driver.StreamNonBlocking)
-	if err != nil {
-		return err
-	}
-	defer s.Destroy()
-	p, err := m.Arena.Alloc(1 << 16)
+	defer g.close()
+	c, s := g.c, g.streams[0]
+	p, err := g.mem.Arena.Alloc(1 << 16)
 	if err != nil {
 		return err
 	}
@@ -279,7 +270,7 @@ func barrierCaptureRank(r *conformance.Rank) error {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		cs, err := driver.Stream(0), g.Ctx.SetCurrent()
+		cs, err := driver.Stream(0), g.gpu.Ctx.SetCurrent()
 		if err == nil {
 			cs, err = driver.StreamCreate(driver.StreamNonBlocking)
 		}

@@ -19,7 +19,7 @@ type operation struct {
 	// size bytes.
 	outLen func(w, n, size int) int
 	want   func(w, rank int, dt detcoll.DType, ins [][]byte) []byte
-	call   func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error
+	call   func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error
 	// cross, when set, also runs the operation on the cpu communicator
 	// of the same ranks, on host memory: the row compares both backends.
 	cross bool
@@ -43,26 +43,20 @@ func share(w, rank int, dt detcoll.DType, ins [][]byte) []byte {
 
 var reduceOps = []operation{
 	{name: "AllReduce", inScale: one, outLen: same, want: sum,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
-			return m.AllReduce(c, dt, in, out)
-		}},
+		call: check.Memory.AllReduce},
 	{name: "AllReduce/inplace", inScale: one, outLen: same, want: sum,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+		call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 			if err := m.Copy(out, in); err != nil {
 				return err
 			}
 			return m.AllReduce(c, dt, out, out)
 		}},
 	{name: "AllReduceStaged", inScale: one, outLen: same, want: sum,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
-			return m.AllReduceStaged(c, dt, in, out)
-		}},
+		call: check.Memory.AllReduceStaged},
 	{name: "ReduceScatter", inScale: world, outLen: func(w, n, _ int) int { return n / w }, want: share,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
-			return m.ReduceScatter(c, dt, in, out)
-		}},
+		call: check.Memory.ReduceScatter},
 	{name: "ReduceScatterMany", inScale: world, outLen: func(w, n, _ int) int { return n / w },
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+		call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 			ins, outs := splitScatter(c.WorldSize(), dt, in, out)
 			return m.ReduceScatterMany(c, dt, ins, outs)
 		},
@@ -92,11 +86,9 @@ func splitScatter(w int, dt detcoll.DType, in, out check.Buffer) (ins, outs []ch
 
 var gatherOps = []operation{
 	{name: "AllGather", inScale: one, outLen: times, want: concat,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
-			return m.AllGather(c, dt, in, out)
-		}},
+		call: check.Memory.AllGather},
 	{name: "AllGather/inplace", inScale: one, outLen: times, want: concat,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+		call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 			slot := out.Slice(c.Rank()*in.Len(), (c.Rank()+1)*in.Len())
 			if err := m.Copy(slot, in); err != nil {
 				return err
@@ -104,7 +96,7 @@ var gatherOps = []operation{
 			return m.AllGather(c, dt, slot, out)
 		}},
 	{name: "AllGatherMany", inScale: one, outLen: times,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+		call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 			// Two buffers: the input's halves, gathered into the output's
 			// halves; want checks them against the halves' concatenations.
 			h, w := in.Len()/2, c.WorldSize()
@@ -120,7 +112,7 @@ var gatherOps = []operation{
 			return append(bytes.Join(first, nil), bytes.Join(second, nil)...)
 		}},
 	{name: "Broadcast", inScale: one, outLen: same,
-		call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+		call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 			root := c.WorldSize() - 1
 			if c.Rank() == root {
 				if err := m.Copy(out, in); err != nil {
@@ -144,7 +136,7 @@ var windowOp = operation{
 		s := check.ReferenceSum(dt, ins)
 		return s[min(dt.Size(), len(s)):]
 	},
-	call: func(c *detcoll.Comm, m check.Memory, dt detcoll.DType, in, out check.Buffer) error {
+	call: func(m check.Memory, c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
 		return m.AllReduce(c, dt, in.Slice(min(dt.Size(), in.Len()), in.Len()), out)
 	},
 }

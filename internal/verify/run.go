@@ -67,7 +67,7 @@ func (r *rowRun) run(op operation, dt detcoll.DType, n, call int) (_ time.Durati
 		if err != nil {
 			return nil, err
 		}
-		if err := op.call(r.c, r.m, dt, in, out); err != nil {
+		if err := op.call(r.m, r.c, dt, in, out); err != nil {
 			f, end := r.callErr(fmt.Sprintf("offset %d", off), err)
 			note(f)
 			return nil, end
@@ -110,7 +110,7 @@ func (r *rowRun) run(op operation, dt detcoll.DType, n, call int) (_ time.Durati
 	}
 	for i := range times {
 		start := time.Now()
-		if err := op.call(r.c, r.m, dt, in, out); err != nil {
+		if err := op.call(r.m, r.c, dt, in, out); err != nil {
 			f, end := r.callErr(fmt.Sprintf("repeat %d", i), err)
 			note(f)
 			return 0, failed, end
@@ -142,7 +142,7 @@ func (r *rowRun) cross(op operation, dt detcoll.DType, in, want []byte, once fun
 	var host check.Host
 	hin, _ := check.Alloc(host, len(in), 0, in)
 	hout, _ := host.Alloc(len(want), 0)
-	if err := op.call(r.host, host, dt, hin, hout); err != nil {
+	if err := op.call(host, r.host, dt, hin, hout); err != nil {
 		return 0, fmt.Errorf("the cpu backend: %w", err)
 	}
 	hostGot, _ := hout.Read()

@@ -31,7 +31,7 @@ var roles = map[string]ranktest.Role{
 	"verify-corrupt": func() error {
 		cfg := testConfig()
 		if os.Getenv("RANK") == "1" {
-			cfg.hostMemory = &corrupt{}
+			cfg.hostMemory = &check.Corrupt{}
 		}
 		return Run(context.Background(), cfg, os.Stdout, os.Stderr)
 	},
@@ -70,22 +70,6 @@ func TestRunCanFail(t *testing.T) {
 	if !strings.Contains(res[0].Output, "  NO  ") || !strings.Contains(res[0].Output, "failed on rank 1") {
 		t.Errorf("rank 0's table shows no row failed on rank 1:\n%s", res[0].Output)
 	}
-}
-
-// corrupt is host memory that flips the low bit of the first all-reduce
-// result it returns.
-type corrupt struct {
-	check.Host
-	done bool
-}
-
-func (m *corrupt) AllReduce(c *detcoll.Comm, dt detcoll.DType, in, out check.Buffer) error {
-	if err := m.Host.AllReduce(c, dt, in, out); err != nil || m.done || out.Len() == 0 {
-		return err
-	}
-	m.done = true
-	out.(*check.Guarded).Bytes()[0] ^= 1
-	return nil
 }
 
 // TestTableStreams: a row is on stdout as soon as it is added, before the
