@@ -1,0 +1,67 @@
+package ncclshim
+
+import (
+	"sync"
+
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+)
+
+// DriverDevice is the Device of the library: the CUDA driver, in the
+// calling thread's current context. The C boundary calls the shim on the
+// application's threads, where that is the application's context (NCCL
+// requires the communicator's device to be current).
+type DriverDevice struct{}
+
+// loadDriver loads the driver library once, for good: the first of the
+// shim's calls that needs it loads it (detcoll's Open takes its own
+// reference later).
+var loadDriver = sync.OnceValue(driver.Load)
+
+func (DriverDevice) Alloc(n int) (uintptr, error) {
+	if err := loadDriver(); err != nil {
+		return 0, err
+	}
+	p, err := driver.MemAlloc(n)
+	return uintptr(p), err
+}
+
+func (DriverDevice) Free(p uintptr) { driver.MemFree(driver.DevicePtr(p)) }
+
+func (DriverDevice) CopyIn(dst uintptr, src []byte) error {
+	return driver.MemcpyHtoD(driver.DevicePtr(dst), src)
+}
+
+func (DriverDevice) CopyOut(dst []byte, src uintptr) error {
+	return driver.MemcpyDtoH(dst, driver.DevicePtr(src))
+}
+
+func (DriverDevice) NewStream() (uintptr, error) {
+	if err := loadDriver(); err != nil {
+		return 0, err
+	}
+	s, err := driver.StreamCreate(driver.StreamNonBlocking)
+	return uintptr(s), err
+}
+
+func (DriverDevice) DestroyStream(s uintptr) { driver.Stream(s).Destroy() }
+
+func (DriverDevice) Follow(ours, theirs uintptr) error {
+	e, err := driver.EventCreate(driver.EventDisableTiming)
+	if err != nil {
+		return err
+	}
+	defer e.Destroy() // a recorded event may be destroyed: the wait stands
+	if err := e.Record(driver.Stream(theirs)); err != nil {
+		return err
+	}
+	return driver.Stream(ours).WaitEvent(e)
+}
+
+func (DriverDevice) Done(s uintptr) (bool, error) { return driver.Stream(s).Query() }
+
+func (DriverDevice) Capturing(s uintptr) (bool, error) {
+	if err := loadDriver(); err != nil {
+		return false, err
+	}
+	return driver.Stream(s).Capturing()
+}

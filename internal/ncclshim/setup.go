@@ -1,0 +1,76 @@
+package ncclshim
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/detcoll/detcoll"
+)
+
+// setup opens c's detcoll communicator over the real one; c.mu is held and
+// c is pending. follow is the stream of the call that needs it, or 0 at
+// init: the setup's NCCL calls queue after the work queued there, so that
+// they take their turn on the communicator.
+//
+// The rounds: who every rank is (process, host), then detcoll's Open,
+// then the agreement. Each rank ends with the same state: served if every
+// rank's Open succeeded, unserved (with the reason) otherwise.
+func (s *Shim) setup(c *comm, follow uintptr) {
+	ctx, cancel := context.WithTimeout(c.ctx, s.settings.Timeout)
+	defer cancel()
+	unserve := func(format string, args ...any) {
+		c.state, c.why = unserved, fmt.Sprintf(format, args...)
+		if c.rdv != nil {
+			c.rdv.close()
+			c.rdv = nil
+		}
+	}
+	if c.device < 0 {
+		d, r := s.real.CommCuDevice(c.h)
+		if r != Success {
+			unserve("ncclCommCuDevice failed (%d)", r)
+			return
+		}
+		c.device = d
+	}
+	t, err := newDeviceTransport(s.real, s.dev, c.h, c.world, follow)
+	if err != nil {
+		unserve("its setup could not start: %v", err)
+		return
+	}
+	r := newRendezvous(t, c.world, c.rank)
+	c.rdv = r
+	ids, err := r.identify(ctx, s.getpid())
+	if err != nil {
+		unserve("its setup failed: %v", err)
+		return
+	}
+	if why := unservable(ids); why != "" {
+		unserve("%s", why)
+		return
+	}
+	stop := make(chan struct{})
+	go r.watch(ids, s.alive, stop)
+	dc, err := s.open(ctx, detcoll.Options{
+		Backend: s.backend, WorldSize: c.world, Rank: c.rank, Device: c.device,
+		Capacity: s.settings.Capacity, Timeout: s.settings.Timeout, Rendezvous: r,
+	})
+	if err == nil {
+		err = r.agree(ctx)
+	}
+	if err != nil {
+		close(stop)
+		if dc != nil {
+			cctx, ccancel := context.WithTimeout(context.Background(), closeTimeout)
+			dc.Abort(err)
+			dc.Close(cctx)
+			ccancel()
+		}
+		unserve("its setup failed: %v", err)
+		return
+	}
+	r.seal()
+	c.stopWatch = stop
+	c.dc, c.state = dc, served
+	c.active.Store(&active{dc})
+}

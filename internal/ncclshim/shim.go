@@ -1,0 +1,321 @@
+package ncclshim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/detcoll/detcoll"
+)
+
+// Real is what the shim needs of the real NCCL besides forwarding calls.
+// The C boundary implements it over the real library's functions.
+type Real interface {
+	// AllGather queues NCCL's all-gather of n bytes from every rank of h
+	// on stream s (recv holds world*n bytes).
+	AllGather(h Handle, send, recv uintptr, n int, s uintptr) Result
+	CommCount(h Handle) (int, Result)
+	CommUserRank(h Handle) (int, Result)
+	CommCuDevice(h Handle) (int, Result)
+}
+
+// Collectives is what the shim needs of a detcoll communicator; a
+// *detcoll.Comm is one.
+type Collectives interface {
+	AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream) error
+	ReduceScatterDevice(in, out detcoll.DevicePtr, recvCount int, dt detcoll.DType, s detcoll.Stream) error
+	Err() error
+	Abort(cause error)
+	Close(ctx context.Context) error
+}
+
+// Device is the device memory and streams the shim uses itself, in the
+// calling thread's current context (the application's).
+type Device interface {
+	Alloc(n int) (uintptr, error)
+	Free(p uintptr)
+	CopyIn(dst uintptr, src []byte) error
+	CopyOut(dst []byte, src uintptr) error
+	NewStream() (uintptr, error)
+	DestroyStream(s uintptr)
+	// Follow makes work queued on ours from now on wait for the work
+	// queued on theirs so far.
+	Follow(ours, theirs uintptr) error
+	// Done reports whether the work queued on s is done.
+	Done(s uintptr) (bool, error)
+	Capturing(s uintptr) (bool, error)
+}
+
+// OpenFunc opens the detcoll communicator of one NCCL communicator.
+type OpenFunc func(ctx context.Context, o detcoll.Options) (Collectives, error)
+
+// OpenDetcoll is the OpenFunc of the library: detcoll.Open.
+func OpenDetcoll(ctx context.Context, o detcoll.Options) (Collectives, error) {
+	c, err := detcoll.Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Shim is the state of the library: the communicators it knows and how
+// each is served. Its methods are safe for concurrent use; those of one
+// communicator run one at a time, as NCCL requires of its callers.
+type Shim struct {
+	real     Real
+	dev      Device
+	open     OpenFunc
+	settings Settings
+	getpid   func() int
+	alive    func(identity) bool // whether a peer's process still runs
+	backend  string              // of the detcoll communicators: "cuda" (tests: "cpu")
+
+	mu    sync.Mutex
+	comms map[Handle]*comm // guarded by mu
+
+	lastMu  sync.Mutex
+	lastErr string // guarded by lastMu: the text of the last error the shim returned
+}
+
+// New returns a shim over real, with the detcoll communicators that open
+// makes.
+func New(real Real, dev Device, open OpenFunc, s Settings) *Shim {
+	return &Shim{real: real, dev: dev, open: open, settings: s, getpid: osGetpid, alive: processAlive,
+		backend: "cuda", comms: map[Handle]*comm{}}
+}
+
+// state is how detcoll serves a communicator.
+type state int
+
+const (
+	pending  state = iota // not set up yet: at the next reduction outside a group
+	served                // c.dc sums its reductions
+	unserved              // detcoll cannot serve it (c.why): its reductions are handed
+	broken                // the detcoll communicator failed (c.err): every reduction returns it
+)
+
+// comm is one NCCL communicator as the shim sees it.
+type comm struct {
+	h           Handle
+	world, rank int
+	device      int // the CUDA device, -1 until setup asks the real NCCL
+
+	// ctx ends at Abort, which stops a setup in progress; active is the
+	// detcoll communicator for Abort and AsyncError, which must not wait
+	// for a call in progress (Abort is what ends it).
+	ctx    context.Context
+	cancel context.CancelFunc
+	active atomic.Pointer[active]
+
+	mu        sync.Mutex // one call at a time; guards the fields below
+	state     state
+	why       string // unserved: why
+	err       error  // broken: the failure
+	dc        Collectives
+	rdv       *rendezvous
+	stopWatch chan struct{} // closed to stop the watch of the peers' processes
+	scratch   uintptr       // Reduce's output on ranks other than the root, capacity bytes
+}
+
+type active struct{ dc Collectives }
+
+func newComm(h Handle, world, rank, device int) *comm {
+	c := &comm{h: h, world: world, rank: rank, device: device}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// activeDC is c's detcoll communicator, or nil, without c.mu.
+func (c *comm) activeDC() Collectives {
+	if a := c.active.Load(); a != nil {
+		return a.dc
+	}
+	return nil
+}
+
+// Init records a communicator the real NCCL created (ncclCommInitRank and
+// its variants). ready says the real one is usable now (a blocking init,
+// outside a group): then detcoll's is set up at once, which keeps the
+// setup out of later graph captures; otherwise at its first reduction.
+func (s *Shim) Init(h Handle, world, rank int, ready bool) Result {
+	c := newComm(h, world, rank, -1)
+	s.mu.Lock()
+	s.comms[h] = c
+	s.mu.Unlock()
+	if ready {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		s.setup(c, 0)
+	}
+	return Success
+}
+
+// InitAll records the communicators of ncclCommInitAll: ranks of one
+// process, which detcoll's IPC cannot join; their reductions are handed.
+func (s *Shim) InitAll(hs []Handle, devices []int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r, h := range hs {
+		c := newComm(h, len(hs), r, devices[r])
+		c.state, c.why = unserved, "its ranks are one process (ncclCommInitAll), which detcoll's IPC cannot join"
+		s.comms[h] = c
+	}
+}
+
+// Adopt records a communicator the real NCCL derived from another
+// (ncclCommSplit, ncclCommShrink): its place is read from the real one.
+func (s *Shim) Adopt(h Handle) Result {
+	world, r := s.real.CommCount(h)
+	if r != Success {
+		return r
+	}
+	rank, r := s.real.CommUserRank(h)
+	if r != Success {
+		return r
+	}
+	return s.Init(h, world, rank, false)
+}
+
+func (s *Shim) lookup(h Handle) *comm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.comms[h]
+}
+
+func (s *Shim) forget(h Handle) *comm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.comms[h]
+	delete(s.comms, h)
+	return c
+}
+
+// closeTimeout bounds Close of a detcoll communicator in Destroy, Abort
+// and Finalize.
+const closeTimeout = 30 * time.Second
+
+// Finalize is ncclCommFinalize: detcoll's communicator closes, collectively
+// (every rank finalizes), before the real one is finalized.
+func (s *Shim) Finalize(h Handle) Result {
+	c := s.lookup(h)
+	if c == nil {
+		return Success
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return s.closeLocked(c, nil)
+}
+
+// Destroy is ncclCommDestroy: what Finalize left of detcoll's
+// communicator goes; the shim forgets h.
+func (s *Shim) Destroy(h Handle) Result {
+	c := s.forget(h)
+	if c == nil {
+		return Success
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return s.closeLocked(c, nil)
+}
+
+// Abort is ncclCommAbort: detcoll's kernels stop at once (the abort
+// word), then its communicator is released without waiting for peers
+// longer than its bound.
+func (s *Shim) Abort(h Handle) {
+	c := s.forget(h)
+	if c == nil {
+		return
+	}
+	c.cancel()
+	if dc := c.activeDC(); dc != nil {
+		dc.Abort(errors.New("ncclCommAbort"))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.closeLocked(c, errors.New("aborted"))
+}
+
+// closeLocked closes c's detcoll communicator, if any, and frees what the
+// shim allocated for c. A Close that reports the communicator's failure
+// is not an error of Destroy: NCCL's destroy succeeds on a failed
+// communicator too.
+func (s *Shim) closeLocked(c *comm, why error) Result {
+	if c.dc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+		c.dc.Close(ctx)
+		cancel()
+		c.dc = nil
+		c.active.Store(nil)
+	}
+	c.cancel()
+	if c.stopWatch != nil {
+		close(c.stopWatch)
+		c.stopWatch = nil
+	}
+	if c.rdv != nil {
+		c.rdv.close()
+		c.rdv = nil
+	}
+	if c.scratch != 0 {
+		s.dev.Free(c.scratch)
+		c.scratch = 0
+	}
+	if c.state == served || c.state == pending {
+		c.state, c.why = unserved, "the communicator was finalized"
+		if why != nil {
+			c.why = why.Error()
+		}
+	}
+	return Success
+}
+
+// AsyncError is ncclCommGetAsyncError's share of detcoll: the failure of
+// h's detcoll communicator, as an NCCL result (Success while healthy).
+func (s *Shim) AsyncError(h Handle) Result {
+	c := s.lookup(h)
+	if c == nil {
+		return Success
+	}
+	dc := c.activeDC()
+	if dc == nil {
+		return Success
+	}
+	if err := dc.Err(); err != nil {
+		s.setLast(err)
+		return resultOf(err)
+	}
+	return Success
+}
+
+// LastError is the text of the last error the shim returned, or "".
+func (s *Shim) LastError() string {
+	s.lastMu.Lock()
+	defer s.lastMu.Unlock()
+	return s.lastErr
+}
+
+func (s *Shim) setLast(err error) {
+	s.lastMu.Lock()
+	s.lastErr = err.Error()
+	s.lastMu.Unlock()
+}
+
+// fail records err as the last error and returns its result.
+func (s *Shim) fail(err error) Result {
+	s.setLast(err)
+	return resultOf(err)
+}
+
+// handOff is the answer for a call detcoll does not make deterministic:
+// the real NCCL's (delegate) or ncclInvalidUsage (strict).
+func (s *Shim) handOff(format string, args ...any) (Result, bool) {
+	if s.settings.Mode == Delegate {
+		return Success, true
+	}
+	err := fmt.Errorf("detcoll: "+format+" (%s=strict)", append(args, EnvMode)...)
+	s.setLast(err)
+	return InvalidUsage, false
+}
