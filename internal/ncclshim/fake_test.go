@@ -19,11 +19,11 @@ type fakeJob struct {
 	cond   *sync.Cond
 	mem    map[uintptr][]byte // every allocation, by address
 	next   uintptr
-	rounds []*fakeRound     // all-gathers, in order
-	seq    []int            // per rank: its next round
+	rounds []*fakeRound        // all-gathers, in order
+	seq    []int               // per rank: its next round
 	queued map[uintptr]*fakeOp // per stream: the all-gather it waits for
-	dead   map[int]bool     // ranks whose process is gone
-	calls  []int            // per rank: all-gathers queued
+	dead   map[int]bool        // ranks whose process is gone
+	calls  []int               // per rank: all-gathers queued
 }
 
 type fakeRound struct {
@@ -123,10 +123,10 @@ func (f fakeRank) CopyOut(dst []byte, src uintptr) error {
 	return nil
 }
 
-func (f fakeRank) NewStream() (uintptr, error) { return f.Alloc(1) }
-func (f fakeRank) DestroyStream(s uintptr)       { f.Free(s) }
+func (f fakeRank) NewStream() (uintptr, error)       { return f.Alloc(1) }
+func (f fakeRank) DestroyStream(s uintptr)           { f.Free(s) }
 func (f fakeRank) Follow(ours, theirs uintptr) error { return nil }
-func (f fakeRank) Capturing(uintptr) (bool, error) { return false, nil }
+func (f fakeRank) Capturing(uintptr) (bool, error)   { return false, nil }
 
 // Done completes the stream's all-gather once every rank gave its part.
 func (f fakeRank) Done(s uintptr) (bool, error) {

@@ -213,7 +213,9 @@ func TestDispatch(t *testing.T) {
 		{"average", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Float32, Avg, 2, 0, false) }, InvalidUsage, nil},
 		{"integers", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Int32, Sum, 2, 0, false) }, InvalidUsage, nil},
 		{"a premul-sum op", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, BFloat16, 5, 2, 0, false) }, InvalidUsage, nil},
-		{"reduce-scatter", func(sh *Shim) (Result, bool) { return sh.ReduceScatter(0x10000, 0x20000, 100, BFloat16, Sum, 2, 3, false) },
+		{"reduce-scatter", func(sh *Shim) (Result, bool) {
+			return sh.ReduceScatter(0x10000, 0x20000, 100, BFloat16, Sum, 2, 3, false)
+		},
 			0, []string{"reducescatter 0x10000 0x20000 100 bfloat16 0x3"}},
 		{"reduce-scatter over the capacity", func(sh *Shim) (Result, bool) {
 			return sh.ReduceScatter(0x10000, 0x20000, 126, Float32, Sum, 2, 3, false)
