@@ -102,12 +102,3 @@ func (g *Guarded) Slice(lo, hi int) Buffer {
 	s.vlo, s.vhi = g.vlo+lo, g.vlo+hi
 	return &s
 }
-
-// Holds reports whether the view holds want, bit for bit, with its guard
-// bytes intact: Expect without the copy.
-func (g *Guarded) Holds(dt detcoll.DType, want []byte) error {
-	if err := FirstDiff(dt, g.Bytes(), want); err != nil {
-		return err
-	}
-	return g.Check()
-}

@@ -23,10 +23,12 @@
 // field of the case: nothing passes through environment strings but the
 // job's own variables (RANK, WORLD_SIZE, ...), as detcoll run sets them.
 //
-// Files: suite.go (Backend, Case, Rank, Run, Main), data.go (results
-// against the reference: reductions, gathers, invariance, nesting, NaN),
-// failure.go (mismatch, skipped call, kill, abort, close, reopen),
-// story.go (one error story on every rank).
+// Files: suite.go (Backend, Case, Rank, Run, Main); results against the
+// reference in data.go (reductions, invariance, nesting), gather.go
+// (gathers, broadcasts) and nan.go (canonical NaN); failures on every
+// memory in failure.go (mismatch, skipped call, kill, abort), of the host
+// API in close.go (Open, Close, reopen) and story.go (one error story on
+// every rank).
 //
 // A backend's own tests that are not conformance (CUDA graphs, say) stay
 // in its package; they may use Case and Run for their multi-process
