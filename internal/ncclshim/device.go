@@ -65,3 +65,29 @@ func (DriverDevice) Capturing(s uintptr) (bool, error) {
 	}
 	return driver.Stream(s).Capturing()
 }
+
+// KeepCurrentContext notes the calling thread's current CUDA context and
+// returns the function that makes it current again, if something changed
+// it (detcoll's setup makes its device's primary context current). Before
+// the driver is loaded there is nothing to keep.
+func KeepCurrentContext() (restore func()) {
+	if !driverLoaded() {
+		return func() {}
+	}
+	was, err := driver.CurrentContext()
+	if err != nil {
+		return func() {}
+	}
+	return func() {
+		if now, err := driver.CurrentContext(); err == nil && now != was {
+			was.SetCurrent()
+		}
+	}
+}
+
+// driverLoaded reports whether the driver library is loaded (by the shim
+// or by detcoll's Open).
+func driverLoaded() bool {
+	cuda, _ := driver.Libraries()
+	return cuda != ""
+}

@@ -28,21 +28,21 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	if c.device < 0 {
 		d, r := s.real.CommCuDevice(c.h)
 		if r != Success {
-			unserve("ncclCommCuDevice failed (%d)", r)
+			unserve("detcoll could not set it up: ncclCommCuDevice failed (%d)", r)
 			return
 		}
 		c.device = d
 	}
 	t, err := newDeviceTransport(s.real, s.dev, c.h, c.world, follow)
 	if err != nil {
-		unserve("its setup could not start: %v", err)
+		unserve("detcoll could not set it up: %v", err)
 		return
 	}
 	r := newRendezvous(t, c.world, c.rank)
 	c.rdv = r
 	ids, err := r.identify(ctx, s.getpid())
 	if err != nil {
-		unserve("its setup failed: %v", err)
+		unserve("detcoll could not set it up: %v", err)
 		return
 	}
 	if why := unservable(ids); why != "" {
@@ -66,7 +66,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 			dc.Close(cctx)
 			ccancel()
 		}
-		unserve("its setup failed: %v", err)
+		unserve("detcoll could not set it up: %v", err)
 		return
 	}
 	r.seal()

@@ -78,6 +78,10 @@ type Shim struct {
 
 	lastMu  sync.Mutex
 	lastErr string // guarded by lastMu: the text of the last error the shim returned
+
+	// Warn, if set, hears why a call was handed to the real NCCL in
+	// delegate mode (the C boundary prints each reason once).
+	Warn func(why string)
 }
 
 // New returns a shim over real, with the detcoll communicators that open
@@ -312,10 +316,13 @@ func (s *Shim) fail(err error) Result {
 // handOff is the answer for a call detcoll does not make deterministic:
 // the real NCCL's (delegate) or ncclInvalidUsage (strict).
 func (s *Shim) handOff(format string, args ...any) (Result, bool) {
+	why := fmt.Sprintf(format, args...)
 	if s.settings.Mode == Delegate {
+		if s.Warn != nil {
+			s.Warn(why)
+		}
 		return Success, true
 	}
-	err := fmt.Errorf("detcoll: "+format+" (%s=strict)", append(args, EnvMode)...)
-	s.setLast(err)
+	s.setLast(fmt.Errorf("detcoll: %s (%s=strict)", why, EnvMode))
 	return InvalidUsage, false
 }

@@ -1,0 +1,176 @@
+//go:build cgo
+
+package main
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/ncclshim"
+)
+
+// theShim is the library's state, made at the first call that needs it,
+// with the settings of the environment then.
+var theShim = sync.OnceValues(func() (*ncclshim.Shim, error) {
+	s, err := ncclshim.SettingsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("detcoll: %w", err)
+	}
+	sh := ncclshim.New(realNCCL{}, ncclshim.DriverDevice{}, ncclshim.OpenDetcoll, s)
+	sh.Warn = warnOnce
+	return sh, nil
+})
+
+// warned holds the reasons already printed, at most maxWarnings.
+var warned struct {
+	sync.Mutex
+	seen map[string]bool
+}
+
+const maxWarnings = 10
+
+// warnOnce tells the user, once per reason, that a call left detcoll: in
+// delegate mode nothing else would say that its result is not detcoll's.
+// (The library proper never prints; this is the tool's boundary.)
+func warnOnce(why string) {
+	warned.Lock()
+	defer warned.Unlock()
+	if warned.seen == nil {
+		warned.seen = map[string]bool{}
+	}
+	if warned.seen[why] || len(warned.seen) > maxWarnings {
+		return
+	}
+	warned.seen[why] = true
+	if len(warned.seen) > maxWarnings {
+		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: more calls handed to the real NCCL; no more warnings\n")
+		return
+	}
+	fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s; handed to the real NCCL (not deterministic; %s=strict refuses instead)\n", why, ncclshim.EnvMode)
+}
+
+// answer turns the shim's (result, handed) into forward.c's answer.
+func answer(r ncclshim.Result, handed bool) C.int {
+	if handed {
+		return C.DC_HANDED
+	}
+	return C.int(r)
+}
+
+// withShim runs f with the shim and the caller's CUDA context kept as it
+// was (detcoll's setup makes its device's primary context current), or
+// answers ncclInvalidUsage when the settings are bad.
+func withShim(f func(*ncclshim.Shim) C.int) C.int {
+	s, err := theShim()
+	if err != nil {
+		return C.int(ncclshim.InvalidUsage)
+	}
+	defer ncclshim.KeepCurrentContext()()
+	return f(s)
+}
+
+//export dcgo_init
+func dcgo_init(comm C.uintptr_t, nranks, rank, ready C.int) {
+	withShim(func(s *ncclshim.Shim) C.int {
+		return C.int(s.Init(ncclshim.Handle(comm), int(nranks), int(rank), ready != 0))
+	})
+}
+
+//export dcgo_init_all
+func dcgo_init_all(comms *C.uintptr_t, n C.int, devlist *C.int) {
+	hs := make([]ncclshim.Handle, n)
+	devices := make([]int, n)
+	for i, h := range unsafe.Slice(comms, n) {
+		hs[i], devices[i] = ncclshim.Handle(h), i
+	}
+	if devlist != nil {
+		for i, d := range unsafe.Slice(devlist, n) {
+			devices[i] = int(d)
+		}
+	}
+	withShim(func(s *ncclshim.Shim) C.int { s.InitAll(hs, devices); return 0 })
+}
+
+//export dcgo_finalize
+func dcgo_finalize(comm C.uintptr_t) {
+	withShim(func(s *ncclshim.Shim) C.int { return C.int(s.Finalize(ncclshim.Handle(comm))) })
+}
+
+//export dcgo_destroy
+func dcgo_destroy(comm C.uintptr_t) {
+	withShim(func(s *ncclshim.Shim) C.int { return C.int(s.Destroy(ncclshim.Handle(comm))) })
+}
+
+//export dcgo_abort
+func dcgo_abort(comm C.uintptr_t) {
+	withShim(func(s *ncclshim.Shim) C.int { s.Abort(ncclshim.Handle(comm)); return 0 })
+}
+
+//export dcgo_async_error
+func dcgo_async_error(comm C.uintptr_t) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int { return C.int(s.AsyncError(ncclshim.Handle(comm))) })
+}
+
+//export dcgo_allreduce
+func dcgo_allreduce(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int {
+		return answer(s.AllReduce(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
+	})
+}
+
+//export dcgo_reducescatter
+func dcgo_reducescatter(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int {
+		return answer(s.ReduceScatter(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
+	})
+}
+
+//export dcgo_reduce
+func dcgo_reduce(send, recv C.uintptr_t, count C.size_t, dt, op, root C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int {
+		return answer(s.Reduce(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+			int(root), ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
+	})
+}
+
+// dcgo_last_error copies the text of the shim's last error into buf (n
+// bytes, NUL-terminated).
+//
+//export dcgo_last_error
+func dcgo_last_error(buf *C.char, n C.int) {
+	text := ""
+	if s, err := theShim(); err != nil {
+		text = err.Error()
+	} else {
+		text = s.LastError()
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), n)
+	copy(b[:n-1], text)
+	b[min(len(text), int(n)-1)] = 0
+}
+
+// realNCCL is the shim's Real: the real NCCL, through forward.c's pointers.
+type realNCCL struct{}
+
+func (realNCCL) AllGather(h ncclshim.Handle, send, recv uintptr, n int, s uintptr) ncclshim.Result {
+	return ncclshim.Result(C.dc_real_allgather(C.uintptr_t(h), C.uintptr_t(send), C.uintptr_t(recv), C.size_t(n), C.uintptr_t(s)))
+}
+
+func (realNCCL) query(h ncclshim.Handle, what C.int) (int, ncclshim.Result) {
+	var v C.int
+	r := C.dc_real_comm_query(C.uintptr_t(h), what, &v)
+	return int(v), ncclshim.Result(r)
+}
+
+func (n realNCCL) CommCount(h ncclshim.Handle) (int, ncclshim.Result)    { return n.query(h, 0) }
+func (n realNCCL) CommUserRank(h ncclshim.Handle) (int, ncclshim.Result) { return n.query(h, 1) }
+func (n realNCCL) CommCuDevice(h ncclshim.Handle) (int, ncclshim.Result) { return n.query(h, 2) }

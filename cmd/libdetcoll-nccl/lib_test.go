@@ -1,0 +1,193 @@
+//go:build cgo
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The library as a C program sees it: built with go build -buildmode=
+// c-shared, linked by gcc into testdata/client.c, over testdata/
+// fakenccl.c as the real NCCL (no GPU needed). Each test runs the client
+// with steps and reads its lines.
+
+// torchSymbols are the NCCL functions PyTorch 2.11 (cu130) imports from
+// libnccl.so.2 (measured on the GPU machine with nm -D), plus the ones
+// the library exports besides (ncclCommCuDevice).
+var torchSymbols = []string{
+	"ncclAllGather", "ncclAllReduce", "ncclAlltoAll", "ncclBcast", "ncclBroadcast", "ncclCommAbort",
+	"ncclCommCount", "ncclCommDeregister", "ncclCommDestroy", "ncclCommFinalize", "ncclCommGetAsyncError",
+	"ncclCommInitAll", "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable",
+	"ncclCommRegister", "ncclCommShrink", "ncclCommSplit", "ncclCommUserRank", "ncclCommWindowDeregister",
+	"ncclCommWindowRegister", "ncclDevCommCreate", "ncclDevCommDestroy", "ncclGetErrorString",
+	"ncclGetLastError", "ncclGetUniqueId", "ncclGetVersion", "ncclGroupEnd", "ncclGroupSimulateEnd",
+	"ncclGroupStart", "ncclMemAlloc", "ncclMemFree", "ncclRecv", "ncclRedOpCreatePreMulSum",
+	"ncclRedOpDestroy", "ncclReduce", "ncclReduceScatter", "ncclSend",
+}
+
+var extraSymbols = []string{"ncclCommCuDevice"}
+
+type built struct {
+	dir, lib, fake, client string
+	err                    error
+}
+
+var buildOnce = sync.OnceValue(func() built {
+	dir, err := os.MkdirTemp("", "libdetcoll-nccl-test")
+	if err != nil {
+		return built{err: err}
+	}
+	b := built{dir: dir, lib: filepath.Join(dir, "libdetcoll-nccl.so"), fake: filepath.Join(dir, "libnccl.so.2"),
+		client: filepath.Join(dir, "client")}
+	steps := [][]string{
+		{"go", "build", "-buildmode=c-shared", "-o", b.lib, "."},
+		{"gcc", "-shared", "-fPIC", "-o", b.fake, "testdata/fakenccl.c"},
+		{"gcc", "-o", b.client, "testdata/client.c", "-L" + dir, "-ldetcoll-nccl", "-Wl,-rpath," + dir},
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			b.err = &buildError{strings.Join(s, " "), string(out), err}
+			return b
+		}
+	}
+	return b
+})
+
+type buildError struct {
+	cmd, out string
+	err      error
+}
+
+func (e *buildError) Error() string { return e.cmd + ": " + e.err.Error() + "\n" + e.out }
+
+func build(t *testing.T) built {
+	t.Helper()
+	for _, tool := range []string{"go", "gcc", "nm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here: the library's C tests need go, gcc and nm", tool)
+		}
+	}
+	b := buildOnce()
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b
+}
+
+// run runs the client with env and steps; it returns its lines and the
+// fake NCCL's log.
+func run(t *testing.T, b built, env []string, steps ...string) (lines []string, log []string) {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "fake.log")
+	cmd := exec.Command(b.client, steps...)
+	cmd.Env = append(append(os.Environ(), "FAKE_NCCL_LOG="+logPath, "DETCOLL_LIBCUDA=/nonexistent/libcuda.so.1"), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client %v: %v\n%s%s", steps, err, out, stderr.String())
+	}
+	fl, _ := os.ReadFile(logPath)
+	return strings.Split(strings.TrimSpace(string(out)), "\n"), strings.Fields(strings.ReplaceAll(string(fl), " ", "_"))
+}
+
+// TestExports: the library exports every function PyTorch imports, and no
+// other NCCL name.
+func TestExports(t *testing.T) {
+	b := build(t)
+	out, err := exec.Command("nm", "-D", "--defined-only", b.lib).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[1] == "T" && strings.HasPrefix(f[2], "nccl") {
+			got = append(got, f[2])
+		}
+	}
+	want := slices.Concat(torchSymbols, extraSymbols)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("exported NCCL functions:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestNoRealNCCL: without a real NCCL, calls fail with ncclSystemError and
+// say why; the version is nccl.h 2.28's and the strings are NCCL's.
+func TestNoRealNCCL(t *testing.T) {
+	b := build(t)
+	lines, _ := run(t, b, []string{"DETCOLL_REAL_NCCL=/nonexistent/libnccl.so.2"}, "version", "uniqueid", "init", "sum", "errorstring")
+	want := []string{"version 0 22800", "uniqueid 2", "init 2", "sum 2", "errorstring invalid usage"}
+	check(t, lines, want, "cannot load the real NCCL", "DETCOLL_REAL_NCCL")
+}
+
+// TestNeverItself: a "real NCCL" that is the library itself is refused.
+func TestNeverItself(t *testing.T) {
+	b := build(t)
+	lines, _ := run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.lib}, "uniqueid")
+	check(t, lines, []string{"uniqueid 2"}, "is this library, not the real NCCL")
+}
+
+// TestForwarding: over the fake NCCL, with no GPU for detcoll, everything
+// reaches the real NCCL unchanged in delegate mode: the communicator, the
+// sums (detcoll cannot set up: no libcuda), the rest; strict mode refuses
+// the sums, saying why, and forwards the rest.
+func TestForwarding(t *testing.T) {
+	b := build(t)
+	real := "DETCOLL_REAL_NCCL=" + b.fake
+	lines, log := run(t, b, []string{real}, "version", "uniqueid", "init", "sum", "max", "send", "group", "async", "destroy", "errorstring")
+	check(t, lines, []string{"version 0 22803", "uniqueid 0", "init 0", "sum 0", "max 0", "send 0", "group 0",
+		"async 0 0", "destroy 0", "errorstring fake error string"})
+	wantLog := []string{"getuniqueid", "initrank", "allreduce_n=64_dt=7_op=0", "allreduce_n=64_dt=7_op=2",
+		"send_n=8_peer=0", "groupstart", "groupend", "destroy"}
+	if !slices.Equal(log, wantLog) {
+		t.Errorf("the real NCCL saw %q, want %q", log, wantLog)
+	}
+
+	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "sum", "max", "send", "destroy")
+	check(t, lines, []string{"init 0", "sum 5", "max 5", "send 0", "destroy 0"}, "DETCOLL_NCCL_MODE=strict")
+	if want := []string{"initrank", "send_n=8_peer=0", "destroy"}; !slices.Equal(log, want) {
+		t.Errorf("strict: the real NCCL saw %q, want %q", log, want)
+	}
+	if !strings.Contains(lines[1], "could not set it up") || !strings.Contains(lines[2], "with max is not one detcoll makes deterministic") {
+		t.Errorf("strict mode's reasons: %q, %q", lines[1], lines[2])
+	}
+}
+
+// TestBadSettings: a bad variable fails every call that needs detcoll,
+// naming it.
+func TestBadSettings(t *testing.T) {
+	b := build(t)
+	lines, _ := run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_CAPACITY=lots"}, "init", "sum")
+	check(t, lines, []string{"init 0", "sum 5"}, "DETCOLL_CAPACITY")
+}
+
+// check compares the client's lines with want, each a prefix of its line,
+// and requires every failing line (after a result other than 0) to hold
+// all of says.
+func check(t *testing.T, lines, want []string, says ...string) {
+	t.Helper()
+	if len(lines) != len(want) {
+		t.Fatalf("client said %q, want %d lines like %q", lines, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d: %q, want it to start %q", i, lines[i], w)
+		}
+		if f := strings.Fields(w); len(f) == 2 && f[1] != "0" && strings.Trim(f[1], "0123456789") == "" {
+			for _, s := range says {
+				if !strings.Contains(lines[i], s) {
+					t.Errorf("line %d: %q does not say %q", i, lines[i], s)
+				}
+			}
+		}
+	}
+}

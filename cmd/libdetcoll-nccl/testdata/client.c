@@ -1,0 +1,62 @@
+// client.c: an NCCL program, linked against libdetcoll-nccl instead of
+// NCCL, for the tests without a GPU. Each argument names a step; it prints
+// one line per step with the result and what it saw, for the test to read.
+#include <stdio.h>
+#include <string.h>
+
+typedef int ncclResult_t;
+typedef struct ncclComm* ncclComm_t;
+typedef struct { char internal[128]; } ncclUniqueId;
+
+ncclResult_t ncclGetVersion(int*);
+ncclResult_t ncclGetUniqueId(ncclUniqueId*);
+ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int);
+ncclResult_t ncclCommDestroy(ncclComm_t);
+ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t*);
+ncclResult_t ncclAllReduce(const void*, void*, size_t, int, int, ncclComm_t, void*);
+ncclResult_t ncclSend(const void*, size_t, int, int, ncclComm_t, void*);
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+const char* ncclGetErrorString(ncclResult_t);
+const char* ncclGetLastError(ncclComm_t);
+
+int main(int argc, char** argv) {
+  ncclComm_t comm = NULL;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  for (int i = 1; i < argc; i++) {
+    const char* step = argv[i];
+    ncclResult_t r = -100;
+    if (!strcmp(step, "version")) {
+      int v = 0;
+      r = ncclGetVersion(&v);
+      printf("version %d %d\n", r, v);
+      continue;
+    } else if (!strcmp(step, "uniqueid")) {
+      r = ncclGetUniqueId(&id);
+    } else if (!strcmp(step, "init")) {
+      r = ncclCommInitRank(&comm, 1, id, 0);
+    } else if (!strcmp(step, "sum")) {
+      r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7 /* float32 */, 0 /* sum */, comm, NULL);
+    } else if (!strcmp(step, "max")) {
+      r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 2 /* max */, comm, NULL);
+    } else if (!strcmp(step, "send")) {
+      r = ncclSend((void*)0x1000, 8, 7, 0, comm, NULL);
+    } else if (!strcmp(step, "group")) {
+      r = ncclGroupStart();
+      if (r == 0) r = ncclGroupEnd();
+    } else if (!strcmp(step, "async")) {
+      ncclResult_t e = -1;
+      r = ncclCommGetAsyncError(comm, &e);
+      printf("async %d %d\n", r, e);
+      continue;
+    } else if (!strcmp(step, "destroy")) {
+      r = ncclCommDestroy(comm);
+    } else if (!strcmp(step, "errorstring")) {
+      printf("errorstring %s\n", ncclGetErrorString(5));
+      continue;
+    }
+    printf("%s %d %s\n", step, r, r == 0 ? "" : ncclGetLastError(comm));
+  }
+  return 0;
+}

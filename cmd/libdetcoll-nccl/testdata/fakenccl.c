@@ -1,0 +1,78 @@
+// fakenccl.c: a stand-in for the real libnccl.so.2 in the tests without a
+// GPU. It hands out communicators, answers their queries and logs every
+// collective it is given, so that a test sees what the library forwarded.
+// Its functions are pnccl* (NCCL's strong names) plus weak nccl* aliases,
+// as NCCL's are.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int ncclResult_t;
+struct fakecomm { int nranks, rank; };
+
+static void note(const char* what) {
+  const char* path = getenv("FAKE_NCCL_LOG");
+  if (!path) return;
+  FILE* f = fopen(path, "a");
+  if (f) {
+    fprintf(f, "%s\n", what);
+    fclose(f);
+  }
+}
+
+#define ALIAS(name) __attribute__((weak, alias("p" #name)))
+
+ncclResult_t pncclGetVersion(int* v) { *v = 22803; return 0; }
+ncclResult_t ncclGetVersion(int* v) ALIAS(ncclGetVersion);
+
+ncclResult_t pncclGetUniqueId(void* id) { memset(id, 7, 128); note("getuniqueid"); return 0; }
+ncclResult_t ncclGetUniqueId(void* id) ALIAS(ncclGetUniqueId);
+
+typedef struct { char internal[128]; } uid;
+ncclResult_t pncclCommInitRank(struct fakecomm** comm, int nranks, uid id, int rank) {
+  (void)id;
+  *comm = malloc(sizeof **comm);
+  (*comm)->nranks = nranks;
+  (*comm)->rank = rank;
+  note("initrank");
+  return 0;
+}
+ncclResult_t ncclCommInitRank(struct fakecomm** comm, int nranks, uid id, int rank) ALIAS(ncclCommInitRank);
+
+ncclResult_t pncclCommCount(struct fakecomm* c, int* n) { *n = c->nranks; return 0; }
+ncclResult_t ncclCommCount(struct fakecomm* c, int* n) ALIAS(ncclCommCount);
+ncclResult_t pncclCommUserRank(struct fakecomm* c, int* r) { *r = c->rank; return 0; }
+ncclResult_t ncclCommUserRank(struct fakecomm* c, int* r) ALIAS(ncclCommUserRank);
+ncclResult_t pncclCommCuDevice(struct fakecomm* c, int* d) { (void)c; *d = 0; return 0; }
+ncclResult_t ncclCommCuDevice(struct fakecomm* c, int* d) ALIAS(ncclCommCuDevice);
+
+ncclResult_t pncclCommDestroy(struct fakecomm* c) { free(c); note("destroy"); return 0; }
+ncclResult_t ncclCommDestroy(struct fakecomm* c) ALIAS(ncclCommDestroy);
+ncclResult_t pncclCommGetAsyncError(struct fakecomm* c, ncclResult_t* e) { (void)c; *e = 0; return 0; }
+ncclResult_t ncclCommGetAsyncError(struct fakecomm* c, ncclResult_t* e) ALIAS(ncclCommGetAsyncError);
+
+ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) {
+  (void)s; (void)r; (void)c; (void)st;
+  char b[64];
+  snprintf(b, sizeof b, "allreduce n=%zu dt=%d op=%d", n, dt, op);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) ALIAS(ncclAllReduce);
+
+ncclResult_t pncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) {
+  (void)s; (void)dt; (void)c; (void)st;
+  char b[64];
+  snprintf(b, sizeof b, "send n=%zu peer=%d", n, peer);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) ALIAS(ncclSend);
+
+ncclResult_t pncclGroupStart(void) { note("groupstart"); return 0; }
+ncclResult_t ncclGroupStart(void) ALIAS(ncclGroupStart);
+ncclResult_t pncclGroupEnd(void) { note("groupend"); return 0; }
+ncclResult_t ncclGroupEnd(void) ALIAS(ncclGroupEnd);
+
+const char* pncclGetErrorString(ncclResult_t r) { (void)r; return "fake error string"; }
+const char* ncclGetErrorString(ncclResult_t r) ALIAS(ncclGetErrorString);
