@@ -135,19 +135,19 @@ func gatherAt(c *detcoll.Comm, m check.Memory, dt detcoll.DType, ins [][]byte, w
 }
 
 // allGatherMany checks AllGatherMany of buffers of counts elements of dt
-// per rank, inputs one byte off and outputs three, against each buffer's
-// concatenation.
+// per rank, inputs one element off and outputs three, against each
+// buffer's concatenation.
 func allGatherMany(c *detcoll.Comm, m check.Memory, dt detcoll.DType, counts []int, w, rank, call int) error {
 	size := dt.Size()
 	var ins, outs []check.Buffer
 	var wants [][]byte
 	for k, n := range counts {
 		all := inputs(call+k, w, n, dt)
-		in, err := check.Alloc(m, n*size, 1, all[rank])
+		in, err := check.Alloc(m, n*size, size, all[rank])
 		if err != nil {
 			return err
 		}
-		out, err := m.Alloc(w*n*size, 3)
+		out, err := m.Alloc(w*n*size, 3*size)
 		if err != nil {
 			return err
 		}
@@ -165,10 +165,10 @@ func allGatherMany(c *detcoll.Comm, m check.Memory, dt detcoll.DType, counts []i
 }
 
 // broadcast checks a Broadcast of n elements of dt from root, the buffer
-// three bytes off.
+// three elements off.
 func broadcast(c *detcoll.Comm, m check.Memory, dt detcoll.DType, n, root, rank, call int) error {
 	data := check.Input(seed, call, root, n, dt)
-	buf, err := m.Alloc(len(data), 3)
+	buf, err := m.Alloc(len(data), 3*dt.Size())
 	if err != nil {
 		return err
 	}
