@@ -1,0 +1,192 @@
+"""torch.distributed over libdetcoll-nccl, on GPUs (the GPU machine's check).
+
+Run on every rank by torchrun, with the library preloaded:
+
+    LD_PRELOAD=/path/libdetcoll-nccl.so torchrun --nproc-per-node W tests/gpu_torch.py OUT.json
+
+An unmodified torch.distributed program: each check is what a user's code
+does, and the bits of every sum are compared with detcoll's reference tree
+(detcoll.torch.reference, computed on the CPU from every rank's inputs).
+Writes one JSON object per rank (OUT.json.RANK) and exits 1 on any failure.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+from detcoll import torch as dtorch  # noqa: E402
+
+results = []
+
+
+def check(name):
+    def wrap(f):
+        t0 = time.time()
+        try:
+            detail = f()
+            results.append({"check": name, "ok": True, "detail": detail, "s": round(time.time() - t0, 3)})
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            results.append({"check": name, "ok": False, "error": f"{type(e).__name__}: {e}",
+                            "trace": traceback.format_exc(), "s": round(time.time() - t0, 3)})
+        return f
+    return wrap
+
+
+def bits(t):
+    return dtorch._int_view(t.contiguous().cpu())
+
+
+def gather_inputs(x):
+    everyone = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, x)
+    return everyone
+
+
+def rand(n, dt, salt):
+    g = torch.Generator().manual_seed(12345 + 7919 * salt + dist.get_rank())
+    return (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dt).cuda()
+
+
+def main():
+    out = sys.argv[1]
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    info = {"rank": rank, "world": world, "preloaded": dtorch.enabled(), "torch": torch.__version__,
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())), "device": torch.cuda.get_device_name()}
+
+    @check("library loaded")
+    def _():
+        assert dtorch.enabled(), "libdetcoll-nccl is not in the process"
+        return "yes"
+
+    @check("verify: all_reduce bits = reference tree, offset and repeat (bf16/fp16/fp32/fp64)")
+    def _():
+        return len(dtorch.verify(sizes=(1, 7, 1000, 65536, 1 << 20, 3 << 20)))
+
+    @check("NaN canonical (detcoll served the sum, not NCCL's copy)")
+    def _():
+        x = torch.full((16,), float("nan"), dtype=torch.bfloat16).cuda()
+        x.view(torch.int16)[:] = 0x7FC2  # a NaN with a payload
+        dist.all_reduce(x)
+        got = set(bits(x).tolist())
+        assert got == {0x7FFF}, f"NaN bits after all_reduce: {[hex(v) for v in got]}"
+        return "0x7fc2 -> 0x7fff"
+
+    @check("over the capacity: split into calls, same bits (DETCOLL_CAPACITY)")
+    def _():
+        n = (int(os.environ.get("CHUNK_ELEMENTS", 3 << 20)))
+        x = rand(n, torch.float32, 1)
+        want = bits(dtorch.reference(gather_inputs(x)))
+        dist.all_reduce(x)
+        assert torch.equal(bits(x), want)
+        return f"{n} float32"
+
+    @check("reduce_scatter_tensor = the reference's shard")
+    def _():
+        for dt in (torch.bfloat16, torch.float32):
+            n = 4096 * world
+            x = rand(n, dt, 2)
+            want = bits(dtorch.reference(gather_inputs(x)))[rank * 4096:(rank + 1) * 4096]
+            y = torch.empty(4096, dtype=dt, device="cuda")
+            dist.reduce_scatter_tensor(y, x)
+            assert torch.equal(bits(y), want), f"{dt}"
+        return "bf16, fp32"
+
+    @check("reduce to root 0 = the reference at the root; other ranks' buffers untouched")
+    def _():
+        x = rand(5000, torch.float16, 3)
+        keep = x.clone()
+        want = bits(dtorch.reference(gather_inputs(x)))
+        dist.reduce(x, dst=0)
+        if rank == 0:
+            assert torch.equal(bits(x), want)
+        else:
+            assert torch.equal(bits(x), bits(keep)), "a non-root rank's buffer changed"
+        return "ok"
+
+    @check("all_gather_into_tensor, broadcast, all_to_all_single, barrier (the real NCCL's)")
+    def _():
+        x = rand(1000, torch.float32, 4)
+        y = torch.empty(1000 * world, device="cuda")
+        dist.all_gather_into_tensor(y, x)
+        assert torch.equal(bits(y[rank * 1000:(rank + 1) * 1000]), bits(x))
+        b = rand(100, torch.float32, 5)
+        dist.broadcast(b, src=0)
+        t = torch.arange(world * 4, dtype=torch.float32, device="cuda") + 100 * rank
+        o = torch.empty_like(t)
+        dist.all_to_all_single(o, t)
+        dist.barrier()
+        return "ok"
+
+    @check("send/recv")
+    def _():
+        if world == 1:
+            return "skipped at W=1 (no peer)"
+        x = rand(64, torch.float32, 6)
+        if rank == 0:
+            dist.send(x, dst=1)
+        elif rank == 1:
+            y = torch.empty_like(x)
+            dist.recv(y, src=0)
+        return "ok"
+
+    @check("new_group subgroup (ncclCommSplit or a new communicator), sum bits")
+    def _():
+        g = dist.new_group(list(range(world)))
+        x = rand(3000, torch.bfloat16, 7)
+        everyone = [torch.empty_like(x) for _ in range(world)]
+        dist.all_gather(everyone, x, group=g)
+        want = bits(dtorch.reference(everyone))
+        dist.all_reduce(x, group=g)
+        assert torch.equal(bits(x), want)
+        return "ok"
+
+    @check("CUDA graph: a captured all_reduce replays with detcoll's bits")
+    def _():
+        x = rand(1 << 16, torch.bfloat16, 8)
+        static = x.clone()
+        dist.all_reduce(static)  # warm up outside the capture
+        want = bits(dtorch.reference(gather_inputs(x)))
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            static.copy_(x)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=s):
+                dist.all_reduce(static)
+        torch.cuda.current_stream().wait_stream(s)
+        for _ in range(3):
+            static.copy_(x)
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(bits(static), want), "a replay's bits differ"
+        return "3 replays"
+
+    @check("a max all_reduce: the real NCCL's (delegate mode)")
+    def _():
+        x = rand(100, torch.float32, 9)
+        dist.all_reduce(x, op=dist.ReduceOp.MAX)
+        return "ok"
+
+    dist.barrier()
+    torch.cuda.synchronize()
+    dist.destroy_process_group()
+    info["results"] = results
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump(info, f, indent=1)
+    failed = [r["check"] for r in results if not r["ok"]]
+    for r in results:
+        print(f"rank {rank}: {'PASS' if r['ok'] else 'FAIL'}: {r['check']}: {r.get('detail', r.get('error'))}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The parts of the detcoll package that need neither torch nor a GPU."""
+
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from detcoll import _lib  # noqa: E402
+from detcoll.tree import shape, split  # noqa: E402
+
+
+class TreeTest(unittest.TestCase):
+    def test_shapes(self):
+        # The contract's examples (section 3).
+        for world, want in [
+            (1, "r0"),
+            (2, "(r0+r1)"),
+            (3, "((r0+r1)+r2)"),
+            (4, "((r0+r1)+(r2+r3))"),
+            (6, "(((r0+r1)+(r2+r3))+(r4+r5))"),
+            (8, "(((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)))"),
+        ]:
+            self.assertEqual(shape(world), want, f"W={world}")
+
+    def test_split(self):
+        self.assertEqual([split(n) for n in range(2, 10)], [1, 2, 2, 4, 4, 4, 4, 8])
+
+
+class LibraryTest(unittest.TestCase):
+    def test_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, _lib.LIBRARY_NAME)
+            open(p, "w").close()
+            self.assertEqual(_lib.library_path({_lib.ENV_LIB: p}), p)
+            self.assertEqual(_lib.preload_line({_lib.ENV_LIB: p}), f"LD_PRELOAD={p}")
+
+    def test_named_but_missing(self):
+        with self.assertRaisesRegex(FileNotFoundError, "is not a file"):
+            _lib.library_path({_lib.ENV_LIB: "/nonexistent/libdetcoll-nccl.so"})
+
+    def test_on_library_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, _lib.LIBRARY_NAME)
+            open(p, "w").close()
+            self.assertEqual(_lib.library_path({"LD_LIBRARY_PATH": "/nowhere:" + d}), p)
+
+    def test_nowhere(self):
+        with self.assertRaisesRegex(FileNotFoundError, "go build -buildmode=c-shared"):
+            _lib.library_path({"LD_LIBRARY_PATH": "/nowhere"})
+
+    def test_loaded(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("7f00-7f01 r-xp 00000000 08:01 1 /opt/x/libdetcoll-nccl.so\n")
+        try:
+            self.assertTrue(_lib.loaded(f.name))
+        finally:
+            os.unlink(f.name)
+        self.assertFalse(_lib.loaded("/nonexistent/maps"))
+
+
+class EnableTest(unittest.TestCase):
+    def test_after_torch(self):
+        # torch already imported: enable must refuse, saying how instead.
+        from detcoll import torch as dtorch
+
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, _lib.LIBRARY_NAME)
+            open(p, "w").close()
+            sys.modules.setdefault("torch", type(sys)("torch"))
+            try:
+                with self.assertRaisesRegex(dtorch.NotEnabledError, "LD_PRELOAD="):
+                    dtorch.enable({_lib.ENV_LIB: p})
+            finally:
+                if getattr(sys.modules.get("torch"), "__file__", None) is None:
+                    del sys.modules["torch"]
+
+
+if __name__ == "__main__":
+    unittest.main()
