@@ -7,13 +7,10 @@ import (
 	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
-// roles are the bodies of the ranks that the package's multi-process
-// tests start (internal/ranktest): the backends' tests are the
-// conformance suite's (internal/conformance), run in each backend's
-// package; the public API's bad-input test at W=3 is here.
-var roles = map[string]ranktest.Role{"badinput": roleBadInput}
-
+// TestMain runs the ranks of TestBadInputKeepsPeersUsable, the root's one
+// multi-process test (internal/ranktest). The backends' tests are the
+// conformance suite's, run in each backend's package.
 func TestMain(m *testing.M) {
-	ranktest.Main(roles)
+	ranktest.Main(map[string]ranktest.Role{"badinput": roleBadInput})
 	os.Exit(m.Run())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 	"github.com/detcoll/detcoll/internal/cuda/gputest"
 	"github.com/detcoll/detcoll/internal/devmem"
+	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
 // The GPU tests of the backend through the public API: the conformance
@@ -136,6 +138,15 @@ func gpuEnv(t *testing.T, c *conformance.Case, world int) []string {
 		return []string{"DETCOLL_CUDA_SHARE_DEVICES=1"}
 	}
 	return nil
+}
+
+// requireOKAndLog is the Case.Check of a case whose ranks report what
+// they measured: every rank must pass, and what each said is logged.
+func requireOKAndLog(t *testing.T, world int, res []ranktest.Result) {
+	ranktest.RequireOK(t, res)
+	for _, r := range res {
+		t.Log(strings.TrimSpace(r.Output))
+	}
 }
 
 // wider is case c at W=3 and 4 on the GPUs there are (on two or one,

@@ -10,20 +10,13 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/conformance"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
-	"github.com/detcoll/detcoll/internal/ranktest"
 )
 
 // latencyCase logs rough all-reduce times on two GPUs of their own (no
 // assertions: orientation for tuning, not a benchmark, which is detcoll
 // bench's job).
 var latencyCase = conformance.Case{Name: "DeviceLatency", DeviceWorlds: []int{2}, OwnDevices: true, Limit: 2 * time.Minute,
-	Capacity: 32 << 20, Rank: latencyRank,
-	Check: func(t *testing.T, world int, res []ranktest.Result) {
-		ranktest.RequireOK(t, res)
-		for _, r := range res {
-			t.Log(strings.TrimSpace(r.Output))
-		}
-	}}
+	Capacity: 32 << 20, Rank: latencyRank, Check: requireOKAndLog}
 
 func TestDeviceLatencyGPU(t *testing.T) { conformance.RunCase(t, backend, &latencyCase) }
 
