@@ -226,27 +226,14 @@ func (g *gpuSide) span(n int, body func() error) (time.Duration, error) {
 // the first timed replay does not pay for the upload. Every rank captures
 // at the same sample, so the untimed replays pair up.
 func (g *gpuSide) capture() error {
-	if err := g.s.BeginCapture(driver.CaptureModeThreadLocal); err != nil {
-		return err
-	}
-	var callErr error
-	for range GraphCalls(g.bytes) {
-		if callErr = g.call(); callErr != nil {
-			break
+	exec, err := devmem.Capture(g.s, func() error {
+		for range GraphCalls(g.bytes) {
+			if err := g.call(); err != nil {
+				return err
+			}
 		}
-	}
-	graph, err := g.s.EndCapture()
-	if callErr != nil {
-		if err == nil {
-			graph.Destroy()
-		}
-		return callErr
-	}
-	if err != nil {
-		return err
-	}
-	exec, err := graph.Instantiate()
-	graph.Destroy()
+		return nil
+	})
 	if err != nil {
 		return err
 	}

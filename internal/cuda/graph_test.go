@@ -3,7 +3,6 @@ package cuda_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -126,7 +125,7 @@ func graphRank(r *conformance.Rank) error {
 	if err != nil {
 		return err
 	}
-	exec, err := capture(s, func() error {
+	exec, err := devmem.Capture(s, func() error {
 		for _, op := range ops {
 			if err := op.enqueue(c, st); err != nil {
 				return err
@@ -179,22 +178,4 @@ func graphRank(r *conformance.Rank) error {
 	}
 	fmt.Printf("rank %d: 5 replays of 16 calls and 10 eager calls checked\n", rank)
 	return c.Close(context.Background())
-}
-
-// capture records what body queues on s into a graph and instantiates
-// it. The capture ends whatever body returns.
-func capture(s driver.Stream, body func() error) (driver.GraphExec, error) {
-	if err := s.BeginCapture(driver.CaptureModeThreadLocal); err != nil {
-		return 0, err
-	}
-	bodyErr := body()
-	graph, err := s.EndCapture()
-	if err != nil {
-		return 0, errors.Join(bodyErr, err)
-	}
-	defer graph.Destroy()
-	if bodyErr != nil {
-		return 0, bodyErr
-	}
-	return graph.Instantiate()
 }

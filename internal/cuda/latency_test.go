@@ -10,6 +10,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/conformance"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/devmem"
 )
 
 // latencyCase logs rough all-reduce times on two GPUs of their own (no
@@ -93,7 +94,7 @@ func latencyRank(r *conformance.Rank) error {
 		if err != nil {
 			return err
 		}
-		exec, err := capture(s, calls(50))
+		exec, err := devmem.Capture(s, calls(50))
 		if err != nil {
 			return err
 		}

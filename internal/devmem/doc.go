@@ -10,6 +10,9 @@
 //   - memory.go: buffers with guard bytes and the collectives on them
 //     (Memory, a check.Memory), so that the checks of internal/check run
 //     on device memory exactly as on host memory.
+//   - graph.go: a stream's calls captured into an instantiated CUDA
+//     graph (Capture), as the cuda backend's graph tests and detcoll
+//     bench's graph mode replay them.
 //
 // The library never imports it: the cuda backend manages its own memory.
 // It must not import a backend; it reaches the GPU only through
