@@ -1,10 +1,11 @@
 // Package devmem is the device memory of the tools and tests that run
-// detcoll's collectives on a GPU (detcoll verify, detcoll bench, the cuda
+// detcoll's collectives on a GPU (detcoll verify, bench and soak, the cuda
 // backend's tests): the one place outside the backend that sets up a GPU
 // and manages buffers on it.
 //
 //   - gpu.go: a rank's GPU, its primary context current on the calling
-//     goroutine's locked thread (Open), and how many GPUs are here.
+//     goroutine's locked thread (Open), how many GPUs are here and how
+//     much memory one has free.
 //   - arena.go: device memory handed out from allocations that are
 //     reused or freed together (Arena), and plain copies.
 //   - memory.go: buffers with guard bytes and the collectives on them

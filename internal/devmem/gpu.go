@@ -60,3 +60,32 @@ func Count() (int, error) {
 	defer driver.Unload()
 	return driver.DeviceCount()
 }
+
+// FreeBytes returns the free memory of device ordinal, read in its primary
+// context, which it retains for the purpose and makes current on the
+// calling thread only meanwhile (pushed, then popped): the figure is taken
+// alike before a communicator opens the device and after it closed, and
+// the thread's current context is left as it was.
+func FreeBytes(ordinal int) (int64, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := driver.Load(); err != nil {
+		return 0, err
+	}
+	defer driver.Unload()
+	dev, err := driver.DeviceGet(ordinal)
+	if err != nil {
+		return 0, err
+	}
+	ctx, err := dev.PrimaryCtxRetain()
+	if err != nil {
+		return 0, err
+	}
+	defer dev.PrimaryCtxRelease()
+	if err := ctx.PushCurrent(); err != nil {
+		return 0, err
+	}
+	defer driver.PopCurrent()
+	free, _, err := driver.MemGetInfo()
+	return int64(free), err
+}

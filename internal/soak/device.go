@@ -3,10 +3,10 @@ package soak
 import (
 	"fmt"
 	"os"
-	"runtime"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/devmem"
 	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
@@ -16,20 +16,40 @@ import (
 // once and copies the arenas back for checking.
 //
 // Its calls must come from one goroutine, which it locks to its thread
-// (the device's primary context is current there) until closed.
-//
-// TODO(soak): internal/verify (gpu, devBuf) and internal/bench (gpuSide)
-// hold the same few driver calls unexported; when one of them is
-// exported, use it here.
+// (the device's primary context is current there: devmem.Open) until
+// closed.
 type deviceExec struct {
 	c       *detcoll.Comm
-	dev     driver.Device
+	gpu     *devmem.GPU
 	s       driver.Stream
-	in, out driver.DevicePtr // the arenas' device copies
-	inCap   int
-	outCap  int
+	in, out deviceBuf        // the arenas' device copies
+	flagMem devmem.Arena     // flags' allocation
 	flags   driver.DevicePtr // agree's byte and its gather: 1 + W bytes
 	host    []byte           // agree's bytes
+}
+
+// deviceBuf is a device buffer that grows as needed, never shrinking.
+type deviceBuf struct {
+	mem  devmem.Arena // its one allocation
+	p    driver.DevicePtr
+	size int
+}
+
+// ensure makes b at least n bytes, a quarter more when it must grow; n
+// of 0 leaves b without memory.
+func (b *deviceBuf) ensure(n int) error {
+	if n <= b.size {
+		return nil
+	}
+	b.mem.Free()
+	b.p, b.size = 0, 0
+	n += n / 4
+	p, err := b.mem.Alloc(n)
+	if err != nil {
+		return err
+	}
+	b.p, b.size = p, n
+	return nil
 }
 
 // openDevice prepares c's GPU on the calling goroutine's thread.
@@ -37,36 +57,20 @@ func openDevice(c *detcoll.Comm) (d *deviceExec, err error) {
 	if c.Device() < 0 {
 		return nil, fmt.Errorf("soak: device calls need a cuda communicator, not %s", c.Options().Backend)
 	}
-	runtime.LockOSThread()
-	if err := driver.Load(); err != nil {
-		runtime.UnlockOSThread()
+	gpu, err := devmem.Open(c.Device())
+	if err != nil {
 		return nil, err
 	}
-	d = &deviceExec{c: c}
+	d = &deviceExec{c: c, gpu: gpu}
 	defer func() {
 		if err != nil {
-			driver.Unload()
-			runtime.UnlockOSThread()
+			d.close()
 		}
 	}()
-	if d.dev, err = driver.DeviceGet(c.Device()); err != nil {
+	if d.s, err = driver.StreamCreate(driver.StreamNonBlocking); err != nil {
 		return nil, err
 	}
-	ctx, err := d.dev.PrimaryCtxRetain()
-	if err != nil {
-		return nil, err
-	}
-	if err = ctx.SetCurrent(); err == nil {
-		d.s, err = driver.StreamCreate(driver.StreamNonBlocking)
-	}
-	if err == nil {
-		d.flags, err = driver.MemAlloc(1 + c.WorldSize())
-	}
-	if err != nil {
-		if d.s != 0 {
-			d.s.Destroy()
-		}
-		d.dev.PrimaryCtxRelease()
+	if d.flags, err = d.flagMem.Alloc(1 + c.WorldSize()); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -74,37 +78,17 @@ func openDevice(c *detcoll.Comm) (d *deviceExec, err error) {
 
 func (d *deviceExec) stream() detcoll.Stream { return detcoll.Stream(d.s) }
 
-// ensure makes *p a device buffer of at least n bytes.
-func ensure(p *driver.DevicePtr, capacity *int, n int) error {
-	if n <= *capacity {
-		return nil
-	}
-	if *p != 0 {
-		driver.MemFree(*p)
-		*p, *capacity = 0, 0
-	}
-	n += n / 4
-	q, err := driver.MemAlloc(n)
-	if err != nil {
-		return err
-	}
-	*p, *capacity = q, n
-	return nil
-}
-
 func (d *deviceExec) start(b *batch) error {
-	if err := ensure(&d.in, &d.inCap, max(b.inLen, 1)); err != nil {
+	if err := d.in.ensure(max(b.inLen, 1)); err != nil {
 		return err
 	}
-	if err := ensure(&d.out, &d.outCap, max(b.outLen, 1)); err != nil {
+	if err := d.out.ensure(max(b.outLen, 1)); err != nil {
 		return err
 	}
-	if b.inLen > 0 {
-		if err := driver.MemcpyHtoD(d.in, b.in[:b.inLen]); err != nil {
-			return err
-		}
+	if err := devmem.Put(d.in.p, b.in[:b.inLen]); err != nil {
+		return err
 	}
-	if err := driver.MemcpyHtoD(d.out, b.out[:b.outLen]); err != nil {
+	if err := devmem.Put(d.out.p, b.out[:b.outLen]); err != nil {
 		return err
 	}
 	// A copy from pageable memory may return before its DMA finished;
@@ -115,10 +99,10 @@ func (d *deviceExec) start(b *batch) error {
 func (d *deviceExec) issue(b *batch, p *placed) error {
 	c, dt, s, size := d.c, p.DType, d.stream(), p.DType.Size()
 	in := func(k int) detcoll.DevicePtr {
-		return detcoll.DevicePtr(d.in) + detcoll.DevicePtr(p.in.off+p.inPart[k])
+		return detcoll.DevicePtr(d.in.p) + detcoll.DevicePtr(p.in.off+p.inPart[k])
 	}
 	out := func(k int) detcoll.DevicePtr {
-		return detcoll.DevicePtr(d.out) + detcoll.DevicePtr(p.out.off+p.outPart[k])
+		return detcoll.DevicePtr(d.out.p) + detcoll.DevicePtr(p.out.off+p.outPart[k])
 	}
 	ptrs := func(f func(int) detcoll.DevicePtr) []detcoll.DevicePtr {
 		var s []detcoll.DevicePtr
@@ -164,11 +148,14 @@ func (d *deviceExec) finish(b *batch) error {
 		return err
 	}
 	if b.inLen > 0 {
-		if err := driver.MemcpyDtoH(b.in[:b.inLen], d.in); err != nil {
+		if err := driver.MemcpyDtoH(b.in[:b.inLen], d.in.p); err != nil {
 			return err
 		}
 	}
-	return driver.MemcpyDtoH(b.out[:b.outLen], d.out)
+	if b.outLen == 0 {
+		return nil
+	}
+	return driver.MemcpyDtoH(b.out[:b.outLen], d.out.p)
 }
 
 func (d *deviceExec) agree(stop bool) (bool, error) {
@@ -181,7 +168,7 @@ func (d *deviceExec) agree(stop bool) (bool, error) {
 	if stop {
 		h[0] = 1
 	}
-	if err := driver.MemcpyHtoD(d.flags, h); err != nil {
+	if err := devmem.Put(d.flags, h); err != nil {
 		return false, err
 	}
 	if err := driver.CtxSynchronize(); err != nil {
@@ -205,25 +192,21 @@ func (d *deviceExec) agree(stop bool) (bool, error) {
 	return false, nil
 }
 
-// close frees the buffers and the stream, and releases the context and
-// the thread.
+// close frees the buffers and the stream, and releases the GPU and the
+// thread.
 func (d *deviceExec) close() {
-	for _, p := range []driver.DevicePtr{d.in, d.out, d.flags} {
-		if p != 0 {
-			driver.MemFree(p)
-		}
+	d.in.mem.Free()
+	d.out.mem.Free()
+	d.flagMem.Free()
+	if d.s != 0 {
+		d.s.Destroy()
 	}
-	d.in, d.out, d.flags = 0, 0, 0
-	d.s.Destroy()
-	d.dev.PrimaryCtxRelease()
-	driver.Unload()
-	runtime.UnlockOSThread()
+	d.gpu.Close()
 }
 
 // deviceFree returns the free memory of the GPU that Open with opts
-// takes, read in its primary context (retained for the purpose, so the
-// figure before Open and after Close is taken alike); 0 when that fails.
-// The caller's goroutine must be locked to its thread.
+// takes (devmem.FreeBytes, so the figure before Open and after Close is
+// taken alike); 0 when that fails.
 func deviceFree(opts detcoll.Options) int64 {
 	ordinal := opts.Device
 	if ordinal <= 0 {
@@ -232,26 +215,9 @@ func deviceFree(opts detcoll.Options) int64 {
 			ordinal = job.LocalRank
 		}
 	}
-	if driver.Load() != nil {
-		return 0
-	}
-	defer driver.Unload()
-	dev, err := driver.DeviceGet(ordinal)
+	free, err := devmem.FreeBytes(ordinal)
 	if err != nil {
 		return 0
 	}
-	ctx, err := dev.PrimaryCtxRetain()
-	if err != nil {
-		return 0
-	}
-	defer dev.PrimaryCtxRelease()
-	if ctx.PushCurrent() != nil {
-		return 0
-	}
-	defer driver.PopCurrent()
-	free, _, err := driver.MemGetInfo()
-	if err != nil {
-		return 0
-	}
-	return int64(free)
+	return free
 }

@@ -51,6 +51,7 @@
 //
 // It is a tool: it imports the root package, the launcher, internal/coord,
 // internal/check (the references), internal/bench (the machine's
-// description) and the driver (a GPU's free memory). The library must
+// description), internal/devmem (a rank's GPU, its device buffers and its
+// free memory) and the driver (the stream and copies). The library must
 // never import it.
 package soak
