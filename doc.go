@@ -83,4 +83,12 @@
 // "cpu" (the default) runs ranks as processes on one host that share
 // memory. "cuda" runs one process per NVIDIA GPU of one host over CUDA IPC.
 // Both give the same bits for the same inputs.
+//
+// # Imports
+//
+// The package and its backends import no tool of this module (no launcher,
+// no benchmark, no NCCL or MPI binding, no test helper): a program that uses
+// detcoll links the collectives, the rendezvous and the CUDA driver's
+// loader, which opens libcuda only when a cuda communicator is opened.
+// cmd/detcoll's imports test holds the library to this.
 package detcoll

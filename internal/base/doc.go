@@ -5,4 +5,8 @@
 // It lives apart from the root package so that backends can return errors
 // that match the public sentinels without importing the root package (which
 // imports them).
+//
+// It imports only internal/num. It must never import the root package (which
+// imports it), a backend, the store or a tool's package: everything above it
+// stands on it.
 package base

@@ -32,7 +32,9 @@
 //
 // # Imports
 //
-// It is a tool: it imports the root package, the launcher, the NCCL
+// It is a tool: it imports the root package, the launcher and
+// internal/jobenv, internal/coord, internal/check (typed views of bytes),
+// internal/report, the GPU sides' internal/devmem and driver, the NCCL
 // binding (internal/nccl) and the Open MPI one (internal/mpiref). The
 // library must never import it.
 package bench

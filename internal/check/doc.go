@@ -19,4 +19,8 @@
 // The reference shares no code with the backends: it evaluates
 // tree.Eval with scalar adds, never the vector paths or the chunked
 // reducer. The package must not import a backend or the CUDA driver.
+//
+// It is a package of the tests and tools: it imports the root package (the
+// public API it calls), internal/tree and internal/num; the library must
+// never import it.
 package check

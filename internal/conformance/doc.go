@@ -34,4 +34,9 @@
 // in its package; they may use Case and Run for their multi-process
 // parts. The package imports the root detcoll package, so only external
 // test packages (package cpu_test) can use it.
+//
+// It imports the root package, internal/check and internal/ranktest, and
+// never a backend's package: it tests the backends through the public API
+// alone, and a backend's memory comes in as Backend.Memory. The library
+// and the tools must never import it.
 package conformance

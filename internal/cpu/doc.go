@@ -19,4 +19,12 @@
 // drops (a crash or kill) or carries a rank's failure report, a failed rank
 // sets the status word in its control block, and every wait is bounded by
 // the communicator's timeout.
+//
+// # Imports
+//
+// It imports internal/base (errors, validation, the Rendezvous it is
+// handed), internal/proto, internal/tree and internal/num. It must never
+// import the root package (which imports it), internal/cuda or the driver,
+// the store (the root package gives it the rendezvous as a base.Rendezvous),
+// or a tool's or test's package.
 package cpu

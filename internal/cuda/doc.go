@@ -67,4 +67,15 @@
 // call and makes the device's primary context current there (the driver's
 // rule); the context is left current, which is harmless for a primary
 // context and saves two driver calls per call.
+//
+// # Imports
+//
+// It imports internal/base, internal/proto, internal/num and
+// internal/cuda/driver, its one way to the GPU and the library's only cgo.
+// It must never import the root package (which imports it), internal/cpu,
+// the store (the rendezvous arrives as a base.Rendezvous), internal/nccl,
+// internal/devmem (the tools' device memory: this package manages its own)
+// or any other tool's or test's package. Its external tests (package
+// cuda_test) run the conformance suite and the GPU tests over devmem, check,
+// ranktest and nccl.
 package cuda

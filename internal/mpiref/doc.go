@@ -29,4 +29,9 @@
 //
 // MPI has no standard bfloat16 or float16. Reductions here take float32
 // and float64 only; gathers and broadcasts move bytes.
+//
+// # Imports
+//
+// It imports nothing of the module. It is a tool of detcoll bench; the
+// library must never import it.
 package mpiref

@@ -29,4 +29,8 @@
 // The package does no I/O and keeps no state beyond a lazily built,
 // read-only float16 table and the CPU features read at start; everything in
 // it is safe for concurrent use.
+//
+// It imports nothing of the module: it is the bottom of the library, below
+// internal/tree, internal/base and the backends, and must never import any
+// of them or a tool's package.
 package num

@@ -14,6 +14,10 @@
 // communicator exactly as a user's program would. Each job also gets a
 // shared-memory directory of its own, which must be empty when the ranks
 // are gone: a leaked segment fails the test.
+//
+// It imports the standard library only, nothing of the module, so that every
+// package's tests can use it (the store's and the driver's among them). It
+// is a test package: the library and the tools must never import it.
 package ranktest
 
 import (

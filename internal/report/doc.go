@@ -14,4 +14,10 @@
 // Each rank's samples of a row reduce to their median; the row's time is
 // the largest of those medians, the slowest rank's (see Median and
 // Slowest). A collective ends for the job when its slowest rank ends.
+//
+// # Imports
+//
+// It imports internal/num only (element types by name): a report is read and
+// written without a backend or a GPU. It is a tool's package (bench writes
+// reports, plot reads them); the library must never import it.
 package report

@@ -71,4 +71,11 @@
 // the port, the store bounds its memory, not its availability.
 //
 // The package never logs.
+//
+// # Imports
+//
+// It imports the standard library only, nothing of the module: the root
+// package opens it and hands it to the backends as a base.Rendezvous, and
+// the launcher imports it to report deaths. It must never import the root
+// package, a backend or a tool's package.
 package store

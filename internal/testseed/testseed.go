@@ -1,6 +1,7 @@
 // Package testseed gives tests a seeded random generator whose seed they
 // log and that DETCOLL_TEST_SEED replays. It has no dependencies, so the
-// lowest packages' tests can use it.
+// lowest packages' tests can use it; only tests import it, never the
+// library or the tools.
 package testseed
 
 import (

@@ -15,5 +15,7 @@
 // adds of internal/num.
 //
 // The package is pure: no I/O, no clocks, no unsafe (typed views of byte
-// buffers come from internal/num).
+// buffers come from internal/num). It imports only internal/num and must
+// never import a backend, internal/proto, the store or a tool's package;
+// internal/check's reference evaluates its Eval.
 package tree

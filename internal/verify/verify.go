@@ -9,8 +9,9 @@
 // device memory (internal/devmem, the cuda backend): the same engine and
 // the same reference the conformance suite tests the backends with.
 //
-// It imports the root package and the tools' packages (check, devmem,
-// coord, jobenv, launch); the library must never import it.
+// It imports the root package, the tools' packages (check, devmem,
+// coord, jobenv, launch) and the driver (the device buffers' stream); the
+// library must never import it.
 package verify
 
 import (

@@ -1,6 +1,6 @@
-// Package driver is detcoll's only cgo: a Go API over the CUDA driver API
-// and NVRTC, loaded at run time with dlopen, so that building detcoll needs
-// no CUDA headers, libraries or GPU.
+// Package driver is the library's only cgo: a Go API over the CUDA driver
+// API and NVRTC, loaded at run time with dlopen, so that building detcoll
+// needs no CUDA headers, libraries or GPU.
 //
 // # Builds
 //
@@ -61,4 +61,11 @@
 // source, name, architecture, options and NVRTC version), loaded with
 // ModuleLoadData and run with Function.Launch. BuildKernel does the compile
 // and caching in one call.
+//
+// # Imports
+//
+// It imports the standard library only, nothing of the module, so that the
+// library's cgo stays at the bottom of the import graph. internal/cuda
+// imports it; so do the tools that touch a GPU (devmem, bench, soak, verify,
+// version, and internal/nccl for its Go types).
 package driver

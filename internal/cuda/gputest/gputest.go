@@ -5,7 +5,8 @@
 // needs, makes the run fail instead of passing on skipped tests.
 //
 // It imports no other package of the module (the driver's own tests use
-// it); callers count their GPUs and say why they cannot run.
+// it); callers count their GPUs and say why they cannot run. Only tests
+// import it; the library and the tools must never.
 package gputest
 
 import (
