@@ -3,13 +3,12 @@ package nccl
 import (
 	"bytes"
 	"errors"
-	"math/rand/v2"
-	"runtime"
 	"testing"
-	"time"
 
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 	"github.com/detcoll/detcoll/internal/cuda/gputest"
+	"github.com/detcoll/detcoll/internal/devmem"
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // TestNCCLSingleRankGPU drives the real NCCL through every wrapped call on
@@ -45,7 +44,7 @@ func TestNCCLSingleRankGPU(t *testing.T) {
 	t.Cleanup(func() { s.Destroy() })
 
 	const n = 1<<16 + 3 // float32 elements
-	rng := seeded(t)
+	rng := testseed.Rand(t)
 	in := make([]byte, 4*n)
 	for i := range in {
 		in[i] = byte(rng.Uint32())
@@ -100,50 +99,30 @@ func TestNCCLSingleRankGPU(t *testing.T) {
 	check(t, comm2.Abort())
 }
 
-// gpuTest loads the driver, locks the test goroutine to its OS thread and
-// makes device 0's primary context current there, undoing it all in
-// cleanups. It skips the test where there is no driver or device (fails,
-// under DETCOLL_REQUIRE_GPU=1: gputest).
+// gpuTest opens device 0 on the test goroutine's thread (devmem.Open:
+// the thread locked, the primary context current), undone in a cleanup.
+// It skips the test where there is no driver or device (fails, under
+// DETCOLL_REQUIRE_GPU=1: gputest).
 func gpuTest(t *testing.T) {
 	t.Helper()
-	if err := driver.Load(); err != nil {
+	n, err := devmem.Count()
+	if err != nil {
 		gputest.Missing(t, "no CUDA driver: %v", err)
 		return
 	}
-	t.Cleanup(func() {
-		if err := driver.Unload(); err != nil {
-			t.Errorf("driver.Unload: %v", err)
-		}
-	})
-	runtime.LockOSThread()
-	t.Cleanup(runtime.UnlockOSThread)
-	n, err := driver.DeviceCount()
+	gputest.Need(t, 1, n, nil)
+	g, err := devmem.Open(0)
 	check(t, err)
-	if n == 0 {
-		gputest.Missing(t, "no CUDA device")
-	}
-	dev, err := driver.DeviceGet(0)
-	check(t, err)
-	ctx, err := dev.PrimaryCtxRetain()
-	check(t, err)
-	t.Cleanup(func() {
-		if err := dev.PrimaryCtxRelease(); err != nil {
-			t.Errorf("PrimaryCtxRelease: %v", err)
-		}
-	})
-	check(t, ctx.SetCurrent())
-	t.Cleanup(func() { driver.Context(0).SetCurrent() })
+	t.Cleanup(g.Close)
 }
 
+// alloc returns size bytes of device memory, freed in a cleanup.
 func alloc(t *testing.T, size int) driver.DevicePtr {
 	t.Helper()
-	p, err := driver.MemAlloc(size)
+	var a devmem.Arena
+	p, err := a.Alloc(size)
 	check(t, err)
-	t.Cleanup(func() {
-		if err := driver.MemFree(p); err != nil {
-			t.Errorf("MemFree: %v", err)
-		}
-	})
+	t.Cleanup(a.Free)
 	return p
 }
 
@@ -152,10 +131,4 @@ func check(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func seeded(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/cuda/gputest"
 	"github.com/detcoll/detcoll/internal/ranktest"
+	"github.com/detcoll/detcoll/internal/testseed"
 )
 
 // The GPU tests skip with "no CUDA driver: ..." where Load fails (fail,
@@ -175,12 +175,6 @@ func asBytes[T any](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-func seeded(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 0))
-}
-
 // compareAXPB checks y == a*x + b bitwise and reports the first mismatches.
 func compareAXPB(t *testing.T, what string, y, x []float32, a, b float32) {
 	t.Helper()
@@ -250,7 +244,7 @@ func TestGPUSmoke(t *testing.T) {
 
 	// Synchronous copies and a launch on the legacy default stream.
 	const n = 1<<20 + 3 // a partial last block
-	rng := seeded(t)
+	rng := testseed.Rand(t)
 	x := make([]float32, n)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64() * 1e3)
@@ -464,7 +458,7 @@ func TestGPUIPC(t *testing.T) {
 	const size, off, n = 1 << 20, 4096, 256
 	base := alloc(t, size)
 	pattern := make([]byte, n)
-	rng := seeded(t)
+	rng := testseed.Rand(t)
 	for i := range pattern {
 		pattern[i] = byte(rng.Uint32())
 	}
