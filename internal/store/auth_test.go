@@ -151,17 +151,7 @@ func TestFakeServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			served := make(chan struct{})
-			go func() {
-				defer close(served)
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				defer conn.Close()
-				tt.fake(conn, bufio.NewReader(conn))
-				_, _ = io.Copy(io.Discard, conn)
-			}()
+			served := serveOnce(ln, tt.fake)
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
 			c, err := Dial(ctx, ln.Addr().String(), 0, 2, testSecret)
@@ -174,6 +164,24 @@ func TestFakeServer(t *testing.T) {
 			<-served
 		})
 	}
+}
+
+// serveOnce accepts one connection on ln, plays fake's part of the
+// handshake on it, then reads until the client hangs up; the channel is
+// closed when it is done.
+func serveOnce(ln net.Listener, fake func(conn net.Conn, r io.Reader)) <-chan struct{} {
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fake(conn, bufio.NewReader(conn))
+		_, _ = io.Copy(io.Discard, conn)
+	}()
+	return served
 }
 
 func TestDialRetriesUntilServerStarts(t *testing.T) {

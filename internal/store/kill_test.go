@@ -92,6 +92,23 @@ func startChild(t *testing.T, role string, env ...string) (*ranktest.Proc, strin
 	return p, addr
 }
 
+// killAndWait kills child, rank victim's process, and waits for every
+// client to see it lost (within a second, as a *PeerError naming victim);
+// it returns the slowest client's time from the kill.
+func killAndWait(t *testing.T, child *ranktest.Proc, clients []*Client, victim int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := child.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var slowest time.Duration
+	for _, c := range clients {
+		slowest = max(slowest, waitDone(t, c, start, time.Second))
+		wantPeerError(t, "Err()", c.Err(), victim)
+	}
+	return slowest
+}
+
 // TestKillClient kills a rank's process with SIGKILL and measures how long
 // the other ranks take to see it.
 func TestKillClient(t *testing.T) {
@@ -104,16 +121,7 @@ func TestKillClient(t *testing.T) {
 			clients := []*Client{dialRank(t, s.Addr(), 0, world), dialRank(t, s.Addr(), 1, world)}
 			child, _ := startChild(t, "client", addrEnv+"="+s.Addr(),
 				rankEnv+"="+strconv.Itoa(victim), worldEnv+"="+strconv.Itoa(world))
-			start := time.Now()
-			if err := child.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			var slowest time.Duration
-			for _, c := range clients {
-				slowest = max(slowest, waitDone(t, c, start, time.Second))
-				wantPeerError(t, "Err()", c.Err(), victim)
-			}
-			times = append(times, slowest)
+			times = append(times, killAndWait(t, child, clients, victim))
 		})
 	}
 	t.Logf("SIGKILL of rank %d's process to Done on every other rank: %v", victim, times)
@@ -129,15 +137,7 @@ func TestKillServer(t *testing.T) {
 	if err := clients[0].Set(t.Context(), "k", nil); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := child.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	var slowest time.Duration
-	for _, c := range clients {
-		slowest = max(slowest, waitDone(t, c, start, time.Second))
-		wantPeerError(t, "Err()", c.Err(), 0)
-	}
+	slowest := killAndWait(t, child, clients, 0)
 	t.Logf("SIGKILL of rank 0's process (the store) to Done on every other rank: %v", slowest)
 }
 

@@ -162,17 +162,9 @@ func TestHugeChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
+	served := serveOnce(ln, func(conn net.Conn, _ io.Reader) {
 		_, _ = conn.Write(binary.BigEndian.AppendUint32(nil, maxFrame))
-		_, _ = io.Copy(io.Discard, conn)
-	}()
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
