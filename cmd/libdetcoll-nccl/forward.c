@@ -307,13 +307,24 @@ DC_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
 // ncclGetLastError returns the library's own last error when the last
 // failure was its own, and the real NCCL's otherwise. The text stays valid
 // until the next failure, as NCCL's does.
+//
+// Each thread reads its own copy, made in memory of a pthread key rather
+// than in a __thread array: a library's static TLS must stay tiny, or
+// dlopen of it after the program started fails ("cannot allocate memory in
+// static TLS block"; Python's ctypes loads it that way).
+static pthread_key_t copy_key;
+static pthread_once_t copy_once = PTHREAD_ONCE_INIT;
+static void make_copy_key(void) { pthread_key_create(&copy_key, free); }
+
 DC_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
-  static __thread char copy[sizeof last_text];
+  pthread_once(&copy_once, make_copy_key);
+  char* copy = pthread_getspecific(copy_key);
+  if (!copy && (copy = malloc(sizeof last_text)) != NULL) pthread_setspecific(copy_key, copy);
   pthread_mutex_lock(&last_mu);
   int mine = last_ours;
-  if (mine) memcpy(copy, last_text, sizeof copy);
+  if (mine && copy) memcpy(copy, last_text, sizeof last_text);
   pthread_mutex_unlock(&last_mu);
-  if (mine) return copy;
+  if (mine) return copy ? copy : "detcoll: out of memory for the error text";
   if (real_ok() && real.ncclGetLastError) return real.ncclGetLastError(comm);
   return real_ok() ? "" : real_error;
 }

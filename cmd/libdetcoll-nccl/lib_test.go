@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,6 +189,37 @@ func check(t *testing.T, lines, want []string, says ...string) {
 					t.Errorf("line %d: %q does not say %q", i, lines[i], s)
 				}
 			}
+		}
+	}
+}
+
+// TestLateLoad: Python's ctypes (detcoll.torch.enable) loads the library
+// after the program started, where only a little static TLS is left: the
+// library's must stay a few words (a 2 KiB __thread buffer made that load
+// fail with "cannot allocate memory in static TLS block", seen under
+// Python 3.11 and 3.12).
+func TestLateLoad(t *testing.T) {
+	b := build(t)
+	out, err := exec.Command("readelf", "-lW", b.lib).Output()
+	if err != nil {
+		t.Skipf("no readelf: %v", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 6 && f[0] == "TLS" {
+			var memsz int64
+			if _, err := fmt.Sscanf(f[5], "0x%x", &memsz); err != nil {
+				t.Fatalf("TLS line %q: %v", line, err)
+			}
+			if memsz > 64 {
+				t.Errorf("the library's static TLS is %d bytes; keep it a few words (use pthread keys)", memsz)
+			}
+		}
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		cmd := exec.Command(py, "-c", "import ctypes, os, sys; ctypes.CDLL(sys.argv[1], mode=os.RTLD_NOW | os.RTLD_GLOBAL)", b.lib)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("python3 ctypes load: %v\n%s", err, out)
 		}
 	}
 }

@@ -12,14 +12,23 @@ class NotEnabledError(RuntimeError):
     """The library cannot be put under torch any more (or at all) in this process."""
 
 
+# Set in the environment of a program that enable() restarted.
+_REEXEC = "DETCOLL_ENABLE_REEXEC"
+
+
 def enable(environ=None):
     """Puts libdetcoll-nccl under torch.distributed's NCCL backend.
 
-    Call it before torch is imported: it loads the library with
+    Call it first, before torch is imported: it loads the library with
     RTLD_GLOBAL, so that its NCCL functions come before the real NCCL's
-    when torch's libraries are bound, as LD_PRELOAD would. Under
-    LD_PRELOAD it has nothing to do. It returns the library's path.
+    when torch's libraries are bound, as LD_PRELOAD would. Where the
+    process cannot load it any more (no static TLS left: "cannot allocate
+    memory in static TLS block"), it starts the program again, the same
+    command line under LD_PRELOAD, in the same process (exec): whatever
+    the program did before enable() is done again. Under LD_PRELOAD it
+    has nothing to do. It returns the library's path.
     """
+    environ = os.environ if environ is None else environ
     path = _lib.library_path(environ)
     if _lib.loaded():
         return path
@@ -28,8 +37,24 @@ def enable(environ=None):
             "torch is imported already, so its NCCL functions are bound: call detcoll.torch.enable() "
             f"before importing torch, or start the program with {_lib.preload_line(environ)}"
         )
-    ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
-    return path
+    try:
+        ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        return path
+    except OSError as e:
+        if "static TLS" not in str(e) or environ.get(_REEXEC) or not _restartable():
+            raise NotEnabledError(f"{e}: start the program with {_lib.preload_line(environ)}") from e
+    env = dict(environ)
+    env["LD_PRELOAD"] = ":".join(p for p in (path, environ.get("LD_PRELOAD", "")) if p)
+    env[_REEXEC] = path
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, env)
+
+
+def _restartable():
+    """Whether the program can be started again from its command line (a
+    script or a module, not an interactive session)."""
+    return bool(getattr(sys, "orig_argv", None)) and not sys.flags.interactive and len(sys.orig_argv) > 1
 
 
 def enabled():
