@@ -336,3 +336,20 @@ func TestInitAll(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortStopsDetcoll: ncclCommAbort aborts detcoll's communicator first
+// (its kernels stop at the abort word), then closes it, and forgets the
+// handle: later calls on it go to the real NCCL, which aborted it too.
+func TestAbortStopsDetcoll(t *testing.T) {
+	sh, fc := servedShim(t, 2, 0, testSettings())
+	sh.Abort(1)
+	if got := fc.log(); !slices.Equal(got, []string{"abort", "close"}) {
+		t.Errorf("Abort did %q to detcoll's communicator; want abort, then close", got)
+	}
+	if sh.lookup(1) != nil {
+		t.Error("the aborted communicator is still known")
+	}
+	if res, handed := sh.AllReduce(8, 8, 4, Float32, Sum, 1, 0, false); !handed || res != Success {
+		t.Errorf("AllReduce after Abort = %d, handed %v", res, handed)
+	}
+}
