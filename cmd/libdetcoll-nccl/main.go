@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command libdetcoll-nccl is a shared library that exports NCCL's C ABI
 // (of the NCCL it finds, nccl.h 2.28 as the reference) and gives detcoll's
 // bits to the sum reductions of PyTorch, vLLM, SGLang or any NCCL program,
@@ -14,8 +16,10 @@
 // exports the functions (table.h lists them), exports.go is what forward.c
 // asks of Go. docs/nccl.md says what each function does, the variables it
 // reads and what a Go runtime in a Python process means.
-//go:build cgo
-
+//
+// It imports internal/ncclshim and nothing else of the module; nothing
+// imports it. Its C includes no NCCL or CUDA header (shim.h declares the
+// types), so it builds anywhere cgo does.
 package main
 
 /*
