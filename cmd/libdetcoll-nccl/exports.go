@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/detcoll/detcoll/internal/nccl"
 	"github.com/detcoll/detcoll/internal/ncclshim"
 )
 
@@ -57,7 +58,7 @@ func warnOnce(why string) {
 }
 
 // answer turns the shim's (result, handed) into forward.c's answer.
-func answer(r ncclshim.Result, handed bool) C.int {
+func answer(r nccl.Result, handed bool) C.int {
 	if handed {
 		return C.DC_HANDED
 	}
@@ -70,7 +71,7 @@ func answer(r ncclshim.Result, handed bool) C.int {
 func withShim(f func(*ncclshim.Shim) C.int) C.int {
 	s, err := theShim()
 	if err != nil {
-		return C.int(ncclshim.InvalidUsage)
+		return C.int(nccl.InvalidUsage)
 	}
 	defer ncclshim.KeepCurrentContext()()
 	return f(s)
@@ -121,7 +122,7 @@ func dcgo_async_error(comm C.uintptr_t) C.int {
 //export dcgo_allreduce
 func dcgo_allreduce(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
 	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.AllReduce(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+		return answer(s.AllReduce(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
 			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
 	})
 }
@@ -129,7 +130,7 @@ func dcgo_allreduce(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, 
 //export dcgo_reducescatter
 func dcgo_reducescatter(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
 	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.ReduceScatter(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+		return answer(s.ReduceScatter(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
 			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
 	})
 }
@@ -137,7 +138,7 @@ func dcgo_reducescatter(send, recv C.uintptr_t, count C.size_t, dt, op C.int, co
 //export dcgo_reduce
 func dcgo_reduce(send, recv C.uintptr_t, count C.size_t, dt, op, root C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
 	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.Reduce(uintptr(send), uintptr(recv), int(count), ncclshim.DataType(dt), ncclshim.RedOp(op),
+		return answer(s.Reduce(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
 			int(root), ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
 	})
 }
@@ -161,16 +162,16 @@ func dcgo_last_error(buf *C.char, n C.int) {
 // realNCCL is the shim's Real: the real NCCL, through forward.c's pointers.
 type realNCCL struct{}
 
-func (realNCCL) AllGather(h ncclshim.Handle, send, recv uintptr, n int, s uintptr) ncclshim.Result {
-	return ncclshim.Result(C.dc_real_allgather(C.uintptr_t(h), C.uintptr_t(send), C.uintptr_t(recv), C.size_t(n), C.uintptr_t(s)))
+func (realNCCL) AllGather(h ncclshim.Handle, send, recv uintptr, n int, s uintptr) nccl.Result {
+	return nccl.Result(C.dc_real_allgather(C.uintptr_t(h), C.uintptr_t(send), C.uintptr_t(recv), C.size_t(n), C.uintptr_t(s)))
 }
 
-func (realNCCL) query(h ncclshim.Handle, what C.int) (int, ncclshim.Result) {
+func (realNCCL) query(h ncclshim.Handle, what C.int) (int, nccl.Result) {
 	var v C.int
 	r := C.dc_real_comm_query(C.uintptr_t(h), what, &v)
-	return int(v), ncclshim.Result(r)
+	return int(v), nccl.Result(r)
 }
 
-func (n realNCCL) CommCount(h ncclshim.Handle) (int, ncclshim.Result)    { return n.query(h, 0) }
-func (n realNCCL) CommUserRank(h ncclshim.Handle) (int, ncclshim.Result) { return n.query(h, 1) }
-func (n realNCCL) CommCuDevice(h ncclshim.Handle) (int, ncclshim.Result) { return n.query(h, 2) }
+func (n realNCCL) CommCount(h ncclshim.Handle) (int, nccl.Result)    { return n.query(h, 0) }
+func (n realNCCL) CommUserRank(h ncclshim.Handle) (int, nccl.Result) { return n.query(h, 1) }
+func (n realNCCL) CommCuDevice(h ncclshim.Handle) (int, nccl.Result) { return n.query(h, 2) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 // The reductions. Each returns the result for the caller and whether the C
@@ -16,13 +17,13 @@ import (
 // round makes the same everywhere.
 
 // AllReduce is ncclAllReduce.
-func (s *Shim) AllReduce(send, recv uintptr, count int, dt DataType, op RedOp, h Handle, stream uintptr, inGroup bool) (Result, bool) {
+func (s *Shim) AllReduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
 	c := s.lookup(h)
 	if c == nil {
-		return Success, true // not a communicator the shim saw made
+		return nccl.Success, true // not a communicator the shim saw made
 	}
 	dtype, ok := detcollType(dt)
-	if op != Sum || !ok {
+	if op != nccl.Sum || !ok {
 		return s.handOff("AllReduce of %v with %v is not one detcoll makes deterministic", dt, op)
 	}
 	c.mu.Lock()
@@ -33,7 +34,7 @@ func (s *Shim) AllReduce(send, recv uintptr, count int, dt DataType, op RedOp, h
 	if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
 		return s.failComm(c, err), false
 	}
-	return Success, false
+	return nccl.Success, false
 }
 
 // allReduce sums count elements in calls that fit the capacity: element i
@@ -53,13 +54,13 @@ func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DTyp
 }
 
 // ReduceScatter is ncclReduceScatter.
-func (s *Shim) ReduceScatter(send, recv uintptr, recvCount int, dt DataType, op RedOp, h Handle, stream uintptr, inGroup bool) (Result, bool) {
+func (s *Shim) ReduceScatter(send, recv uintptr, recvCount int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
 	c := s.lookup(h)
 	if c == nil {
-		return Success, true
+		return nccl.Success, true
 	}
 	dtype, ok := detcollType(dt)
-	if op != Sum || !ok {
+	if op != nccl.Sum || !ok {
 		return s.handOff("ReduceScatter of %v with %v is not one detcoll makes deterministic", dt, op)
 	}
 	c.mu.Lock()
@@ -72,24 +73,24 @@ func (s *Shim) ReduceScatter(send, recv uintptr, recvCount int, dt DataType, op 
 		return s.handOff("ReduceScatter of %d bytes per rank is over the capacity of %d bytes (set %s)", total, s.settings.Capacity, EnvCapacity)
 	}
 	if recvCount == 0 {
-		return Success, false
+		return nccl.Success, false
 	}
 	if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), recvCount, dtype, detcoll.Stream(stream)); err != nil {
 		return s.failComm(c, err), false
 	}
-	return Success, false
+	return nccl.Success, false
 }
 
 // Reduce is ncclReduce: an all-reduce whose result only the root keeps;
 // the other ranks sum into scratch memory of the shim's, since NCCL lets
 // their recvbuff be anything (NULL, or the input of an in-place call).
-func (s *Shim) Reduce(send, recv uintptr, count int, dt DataType, op RedOp, root int, h Handle, stream uintptr, inGroup bool) (Result, bool) {
+func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, root int, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
 	c := s.lookup(h)
 	if c == nil {
-		return Success, true
+		return nccl.Success, true
 	}
 	dtype, ok := detcollType(dt)
-	if op != Sum || !ok {
+	if op != nccl.Sum || !ok {
 		return s.handOff("Reduce of %v with %v is not one detcoll makes deterministic", dt, op)
 	}
 	c.mu.Lock()
@@ -119,17 +120,17 @@ func (s *Shim) Reduce(send, recv uintptr, count int, dt DataType, op RedOp, root
 				return s.failComm(c, err), false
 			}
 		}
-		return Success, false
+		return nccl.Success, false
 	}
 	if err := s.allReduce(c, send, out, count, dtype, stream); err != nil {
 		return s.failComm(c, err), false
 	}
-	return Success, false
+	return nccl.Success, false
 }
 
 // ready makes sure detcoll serves c, setting it up on first use; c.mu is
 // held. When it does not, it returns what the call must do instead.
-func (s *Shim) ready(c *comm, stream uintptr, inGroup bool, what string) (r Result, handed, ok bool) {
+func (s *Shim) ready(c *comm, stream uintptr, inGroup bool, what string) (r nccl.Result, handed, ok bool) {
 	if c.state == pending {
 		switch capturing, err := s.dev.Capturing(stream); {
 		case inGroup:
@@ -145,7 +146,7 @@ func (s *Shim) ready(c *comm, stream uintptr, inGroup bool, what string) (r Resu
 	}
 	switch c.state {
 	case served:
-		return Success, false, true
+		return nccl.Success, false, true
 	case broken:
 		return s.fail(c.err), false, false
 	}
@@ -156,7 +157,7 @@ func (s *Shim) ready(c *comm, stream uintptr, inGroup bool, what string) (r Resu
 // failComm turns a detcoll call's error into the caller's result. A bad
 // argument leaves the communicator as it was; any other failure poisons
 // it, as it poisons detcoll's.
-func (s *Shim) failComm(c *comm, err error) Result {
+func (s *Shim) failComm(c *comm, err error) nccl.Result {
 	if !errors.Is(err, detcoll.ErrInvalid) {
 		c.state, c.err = broken, err
 	}
@@ -164,18 +165,18 @@ func (s *Shim) failComm(c *comm, err error) Result {
 }
 
 // resultOf is the NCCL result for a detcoll error.
-func resultOf(err error) Result {
+func resultOf(err error) nccl.Result {
 	switch {
 	case err == nil:
-		return Success
+		return nccl.Success
 	case errors.Is(err, detcoll.ErrInvalid):
-		return InvalidArgument
+		return nccl.InvalidArgument
 	case errors.Is(err, detcoll.ErrMismatch), errors.Is(err, detcoll.ErrClosed):
-		return InvalidUsage
+		return nccl.InvalidUsage
 	case errors.Is(err, detcoll.ErrPeerLost), errors.Is(err, detcoll.ErrAborted), errors.Is(err, detcoll.ErrTimeout):
-		return RemoteError
+		return nccl.RemoteError
 	case errors.Is(err, detcoll.ErrUnavailable):
-		return SystemError
+		return nccl.SystemError
 	}
-	return InternalError
+	return nccl.InternalError
 }

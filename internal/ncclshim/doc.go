@@ -43,9 +43,11 @@
 //
 // # Imports
 //
-// It imports the root package (the detcoll communicator) and
-// internal/cuda/driver (device memory for the setup exchange). It never
-// imports "C": the real NCCL reaches it through the Real interface, which
+// It imports the root package (the detcoll communicator),
+// internal/cuda/driver (device memory for the setup exchange) and
+// internal/nccl for NCCL's ABI values (results, element types, ops; the
+// binding's functions it never calls: the C boundary holds the real
+// library). It never imports "C": the real NCCL reaches it through the Real interface, which
 // the C boundary implements, so that everything here is tested without a
 // GPU. The library must never import it.
 package ncclshim

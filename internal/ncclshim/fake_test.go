@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 // fakeJob is the real NCCL and the device memory of W ranks that are
@@ -50,12 +51,12 @@ type fakeRank struct {
 	r int
 }
 
-func (f fakeRank) AllGather(h Handle, send, recv uintptr, n int, s uintptr) Result {
+func (f fakeRank) AllGather(h Handle, send, recv uintptr, n int, s uintptr) nccl.Result {
 	j := f.j
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if int(h) != f.r+1 {
-		return InvalidArgument
+		return nccl.InvalidArgument
 	}
 	k := j.seq[f.r]
 	j.seq[f.r]++
@@ -71,12 +72,12 @@ func (f fakeRank) AllGather(h Handle, send, recv uintptr, n int, s uintptr) Resu
 	rd.parts[f.r] = append([]byte{}, j.mem[send][:n]...)
 	j.queued[s] = &fakeOp{round: rd, rank: f.r, recv: recv}
 	j.cond.Broadcast()
-	return Success
+	return nccl.Success
 }
 
-func (f fakeRank) CommCount(Handle) (int, Result)    { return f.j.world, Success }
-func (f fakeRank) CommUserRank(Handle) (int, Result) { return f.r, Success }
-func (f fakeRank) CommCuDevice(Handle) (int, Result) { return f.r, Success }
+func (f fakeRank) CommCount(Handle) (int, nccl.Result)    { return f.j.world, nccl.Success }
+func (f fakeRank) CommUserRank(Handle) (int, nccl.Result) { return f.r, nccl.Success }
+func (f fakeRank) CommCuDevice(Handle) (int, nccl.Result) { return f.r, nccl.Success }
 
 func (f fakeRank) Alloc(n int) (uintptr, error) {
 	j := f.j

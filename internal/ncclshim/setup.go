@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 // setup opens c's detcoll communicator over the real one; c.mu is held and
@@ -27,7 +28,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	}
 	if c.device < 0 {
 		d, r := s.real.CommCuDevice(c.h)
-		if r != Success {
+		if r != nccl.Success {
 			unserve("detcoll could not set it up: ncclCommCuDevice failed (%d)", r)
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 // Real is what the shim needs of the real NCCL besides forwarding calls.
@@ -16,10 +17,10 @@ import (
 type Real interface {
 	// AllGather queues NCCL's all-gather of n bytes from every rank of h
 	// on stream s (recv holds world*n bytes).
-	AllGather(h Handle, send, recv uintptr, n int, s uintptr) Result
-	CommCount(h Handle) (int, Result)
-	CommUserRank(h Handle) (int, Result)
-	CommCuDevice(h Handle) (int, Result)
+	AllGather(h Handle, send, recv uintptr, n int, s uintptr) nccl.Result
+	CommCount(h Handle) (int, nccl.Result)
+	CommUserRank(h Handle) (int, nccl.Result)
+	CommCuDevice(h Handle) (int, nccl.Result)
 }
 
 // Collectives is what the shim needs of a detcoll communicator; a
@@ -144,7 +145,7 @@ func (c *comm) activeDC() Collectives {
 // its variants). ready says the real one is usable now (a blocking init,
 // outside a group): then detcoll's is set up at once, which keeps the
 // setup out of later graph captures; otherwise at its first reduction.
-func (s *Shim) Init(h Handle, world, rank int, ready bool) Result {
+func (s *Shim) Init(h Handle, world, rank int, ready bool) nccl.Result {
 	c := newComm(h, world, rank, -1)
 	s.mu.Lock()
 	s.comms[h] = c
@@ -154,7 +155,7 @@ func (s *Shim) Init(h Handle, world, rank int, ready bool) Result {
 		defer c.mu.Unlock()
 		s.setup(c, 0)
 	}
-	return Success
+	return nccl.Success
 }
 
 // InitAll records the communicators of ncclCommInitAll: ranks of one
@@ -171,13 +172,13 @@ func (s *Shim) InitAll(hs []Handle, devices []int) {
 
 // Adopt records a communicator the real NCCL derived from another
 // (ncclCommSplit, ncclCommShrink): its place is read from the real one.
-func (s *Shim) Adopt(h Handle) Result {
+func (s *Shim) Adopt(h Handle) nccl.Result {
 	world, r := s.real.CommCount(h)
-	if r != Success {
+	if r != nccl.Success {
 		return r
 	}
 	rank, r := s.real.CommUserRank(h)
-	if r != Success {
+	if r != nccl.Success {
 		return r
 	}
 	return s.Init(h, world, rank, false)
@@ -203,10 +204,10 @@ const closeTimeout = 30 * time.Second
 
 // Finalize is ncclCommFinalize: detcoll's communicator closes, collectively
 // (every rank finalizes), before the real one is finalized.
-func (s *Shim) Finalize(h Handle) Result {
+func (s *Shim) Finalize(h Handle) nccl.Result {
 	c := s.lookup(h)
 	if c == nil {
-		return Success
+		return nccl.Success
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -215,10 +216,10 @@ func (s *Shim) Finalize(h Handle) Result {
 
 // Destroy is ncclCommDestroy: what Finalize left of detcoll's
 // communicator goes; the shim forgets h.
-func (s *Shim) Destroy(h Handle) Result {
+func (s *Shim) Destroy(h Handle) nccl.Result {
 	c := s.forget(h)
 	if c == nil {
-		return Success
+		return nccl.Success
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -246,7 +247,7 @@ func (s *Shim) Abort(h Handle) {
 // shim allocated for c. A Close that reports the communicator's failure
 // is not an error of Destroy: NCCL's destroy succeeds on a failed
 // communicator too.
-func (s *Shim) closeLocked(c *comm, why error) Result {
+func (s *Shim) closeLocked(c *comm, why error) nccl.Result {
 	if c.dc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		c.dc.Close(ctx)
@@ -273,25 +274,25 @@ func (s *Shim) closeLocked(c *comm, why error) Result {
 			c.why = why.Error()
 		}
 	}
-	return Success
+	return nccl.Success
 }
 
 // AsyncError is ncclCommGetAsyncError's share of detcoll: the failure of
 // h's detcoll communicator, as an NCCL result (Success while healthy).
-func (s *Shim) AsyncError(h Handle) Result {
+func (s *Shim) AsyncError(h Handle) nccl.Result {
 	c := s.lookup(h)
 	if c == nil {
-		return Success
+		return nccl.Success
 	}
 	dc := c.activeDC()
 	if dc == nil {
-		return Success
+		return nccl.Success
 	}
 	if err := dc.Err(); err != nil {
 		s.setLast(err)
 		return resultOf(err)
 	}
-	return Success
+	return nccl.Success
 }
 
 // LastError is the text of the last error the shim returned, or "".
@@ -308,21 +309,21 @@ func (s *Shim) setLast(err error) {
 }
 
 // fail records err as the last error and returns its result.
-func (s *Shim) fail(err error) Result {
+func (s *Shim) fail(err error) nccl.Result {
 	s.setLast(err)
 	return resultOf(err)
 }
 
 // handOff is the answer for a call detcoll does not make deterministic:
 // the real NCCL's (delegate) or ncclInvalidUsage (strict).
-func (s *Shim) handOff(format string, args ...any) (Result, bool) {
+func (s *Shim) handOff(format string, args ...any) (nccl.Result, bool) {
 	why := fmt.Sprintf(format, args...)
 	if s.settings.Mode == Delegate {
 		if s.Warn != nil {
 			s.Warn(why)
 		}
-		return Success, true
+		return nccl.Success, true
 	}
 	s.setLast(fmt.Errorf("detcoll: %s (%s=strict)", why, EnvMode))
-	return InvalidUsage, false
+	return nccl.InvalidUsage, false
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 func testSettings() Settings {
@@ -25,7 +26,7 @@ func initAll(t *testing.T, shims []*Shim, absent ...int) {
 			continue
 		}
 		wg.Go(func() {
-			if res := s.Init(Handle(r+1), len(shims), r, true); res != Success {
+			if res := s.Init(Handle(r+1), len(shims), r, true); res != nccl.Success {
 				t.Errorf("rank %d: Init = %d", r, res)
 			}
 		})
@@ -72,8 +73,8 @@ func TestSetupServes(t *testing.T) {
 		t.Errorf("%d all-gathers per rank; want 9", j.calls[0])
 	}
 	for r, s := range shims {
-		res, handed := s.AllReduce(0x1000, 0x2000, 100, BFloat16, Sum, Handle(r+1), 0x42, false)
-		if res != Success || handed {
+		res, handed := s.AllReduce(0x1000, 0x2000, 100, nccl.Bfloat16, nccl.Sum, Handle(r+1), 0x42, false)
+		if res != nccl.Success || handed {
 			t.Errorf("rank %d: AllReduce = %d, handed %v", r, res, handed)
 		}
 		if got := o.comms[r].log(); !slices.Equal(got, []string{"allreduce 0x1000 0x2000 100 bfloat16 0x42"}) {
@@ -115,11 +116,11 @@ func TestSetupFailureAgreed(t *testing.T) {
 			// Every reduction is handed to the real NCCL now, on every
 			// rank alike; strict mode refuses it, saying why.
 			for r, s := range shims {
-				if res, handed := s.AllReduce(1, 2, 3, Float32, Sum, Handle(r+1), 0, false); !handed || res != Success {
+				if res, handed := s.AllReduce(1, 2, 3, nccl.Float32, nccl.Sum, Handle(r+1), 0, false); !handed || res != nccl.Success {
 					t.Errorf("rank %d: unserved AllReduce = %d, handed %v", r, res, handed)
 				}
 				s.settings.Mode = Strict
-				if res, handed := s.AllReduce(1, 2, 3, Float32, Sum, Handle(r+1), 0, false); handed || res != InvalidUsage ||
+				if res, handed := s.AllReduce(1, 2, 3, nccl.Float32, nccl.Sum, Handle(r+1), 0, false); handed || res != nccl.InvalidUsage ||
 					!strings.Contains(s.LastError(), "out of device memory") {
 					t.Errorf("rank %d: strict unserved AllReduce = %d, handed %v, last error %q", r, res, handed, s.LastError())
 				}
@@ -165,7 +166,7 @@ func TestAbortDuringSetup(t *testing.T) {
 	s := testSettings()
 	s.Timeout = time.Minute
 	_, shims := job(2, o.open, s)
-	done := make(chan Result)
+	done := make(chan nccl.Result)
 	go func() { done <- shims[0].Init(1, 2, 0, true) }()
 	for shims[0].lookup(1) == nil {
 		time.Sleep(time.Millisecond)
@@ -199,30 +200,36 @@ func TestDispatch(t *testing.T) {
 	s.Capacity = 1000 // 250 float32s, 125 float64s
 	for _, tc := range []struct {
 		name   string
-		call   func(*Shim) (Result, bool)
-		strict Result // the result in strict mode when it is handed in delegate mode
+		call   func(*Shim) (nccl.Result, bool)
+		strict nccl.Result // the result in strict mode when it is handed in delegate mode
 		want   []string
 	}{
-		{"all-reduce split at the capacity", func(sh *Shim) (Result, bool) {
-			return sh.AllReduce(0x10000, 0x20000, 600, Float32, Sum, 2, 7, false)
+		{"all-reduce split at the capacity", func(sh *Shim) (nccl.Result, bool) {
+			return sh.AllReduce(0x10000, 0x20000, 600, nccl.Float32, nccl.Sum, 2, 7, false)
 		}, 0, []string{"allreduce 0x10000 0x20000 250 float32 0x7", "allreduce 0x103e8 0x203e8 250 float32 0x7", "allreduce 0x107d0 0x207d0 100 float32 0x7"}},
-		{"in place", func(sh *Shim) (Result, bool) { return sh.AllReduce(0x10000, 0x10000, 8, Float64, Sum, 2, 0, false) },
+		{"in place", func(sh *Shim) (nccl.Result, bool) {
+			return sh.AllReduce(0x10000, 0x10000, 8, nccl.Float64, nccl.Sum, 2, 0, false)
+		},
 			0, []string{"allreduce 0x10000 0x10000 8 float64 0x0"}},
-		{"no elements", func(sh *Shim) (Result, bool) { return sh.AllReduce(0x10000, 0x10000, 0, Float16, Sum, 2, 0, false) }, 0, nil},
-		{"product", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Float32, Prod, 2, 0, false) }, InvalidUsage, nil},
-		{"average", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Float32, Avg, 2, 0, false) }, InvalidUsage, nil},
-		{"integers", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Int32, Sum, 2, 0, false) }, InvalidUsage, nil},
-		{"a premul-sum op", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, BFloat16, 5, 2, 0, false) }, InvalidUsage, nil},
-		{"reduce-scatter", func(sh *Shim) (Result, bool) {
-			return sh.ReduceScatter(0x10000, 0x20000, 100, BFloat16, Sum, 2, 3, false)
+		{"no elements", func(sh *Shim) (nccl.Result, bool) {
+			return sh.AllReduce(0x10000, 0x10000, 0, nccl.Float16, nccl.Sum, 2, 0, false)
+		}, 0, nil},
+		{"product", func(sh *Shim) (nccl.Result, bool) { return sh.AllReduce(1, 2, 8, nccl.Float32, nccl.Prod, 2, 0, false) }, nccl.InvalidUsage, nil},
+		{"average", func(sh *Shim) (nccl.Result, bool) { return sh.AllReduce(1, 2, 8, nccl.Float32, nccl.Avg, 2, 0, false) }, nccl.InvalidUsage, nil},
+		{"integers", func(sh *Shim) (nccl.Result, bool) { return sh.AllReduce(1, 2, 8, nccl.Int32, nccl.Sum, 2, 0, false) }, nccl.InvalidUsage, nil},
+		{"a premul-sum op", func(sh *Shim) (nccl.Result, bool) { return sh.AllReduce(1, 2, 8, nccl.Bfloat16, 5, 2, 0, false) }, nccl.InvalidUsage, nil},
+		{"reduce-scatter", func(sh *Shim) (nccl.Result, bool) {
+			return sh.ReduceScatter(0x10000, 0x20000, 100, nccl.Bfloat16, nccl.Sum, 2, 3, false)
 		},
 			0, []string{"reducescatter 0x10000 0x20000 100 bfloat16 0x3"}},
-		{"reduce-scatter over the capacity", func(sh *Shim) (Result, bool) {
-			return sh.ReduceScatter(0x10000, 0x20000, 126, Float32, Sum, 2, 3, false)
-		}, InvalidUsage, nil},
-		{"reduce at the root", func(sh *Shim) (Result, bool) { return sh.Reduce(0x10000, 0x20000, 10, Float32, Sum, 1, 2, 0, false) },
+		{"reduce-scatter over the capacity", func(sh *Shim) (nccl.Result, bool) {
+			return sh.ReduceScatter(0x10000, 0x20000, 126, nccl.Float32, nccl.Sum, 2, 3, false)
+		}, nccl.InvalidUsage, nil},
+		{"reduce at the root", func(sh *Shim) (nccl.Result, bool) {
+			return sh.Reduce(0x10000, 0x20000, 10, nccl.Float32, nccl.Sum, 1, 2, 0, false)
+		},
 			0, []string{"allreduce 0x10000 0x20000 10 float32 0x0"}},
-		{"an unknown communicator", func(sh *Shim) (Result, bool) { return sh.AllReduce(1, 2, 8, Float32, Sum, 99, 0, false) }, Success, nil},
+		{"an unknown communicator", func(sh *Shim) (nccl.Result, bool) { return sh.AllReduce(1, 2, 8, nccl.Float32, nccl.Sum, 99, 0, false) }, nccl.Success, nil},
 	} {
 		for _, mode := range []Mode{Delegate, Strict} {
 			s.Mode = mode
@@ -234,13 +241,13 @@ func TestDispatch(t *testing.T) {
 			}
 			wantHanded := tc.want == nil && tc.name != "no elements"
 			switch {
-			case !wantHanded && (res != Success || handed):
+			case !wantHanded && (res != nccl.Success || handed):
 				t.Errorf("%s, mode %d: %d, handed %v; want detcoll's success", tc.name, mode, res, handed)
-			case wantHanded && tc.strict == Success && (!handed || res != Success):
+			case wantHanded && tc.strict == nccl.Success && (!handed || res != nccl.Success):
 				t.Errorf("%s, mode %d: %d, handed %v; want it handed in every mode", tc.name, mode, res, handed)
-			case wantHanded && tc.strict != Success && mode == Delegate && (!handed || res != Success):
+			case wantHanded && tc.strict != nccl.Success && mode == Delegate && (!handed || res != nccl.Success):
 				t.Errorf("%s: delegate mode: %d, handed %v; want handed", tc.name, res, handed)
-			case wantHanded && tc.strict != Success && mode == Strict && (handed || res != tc.strict || !strings.Contains(sh.LastError(), EnvMode)):
+			case wantHanded && tc.strict != nccl.Success && mode == Strict && (handed || res != tc.strict || !strings.Contains(sh.LastError(), EnvMode)):
 				t.Errorf("%s: strict mode: %d, handed %v, last error %q; want %d", tc.name, res, handed, sh.LastError(), tc.strict)
 			}
 		}
@@ -253,7 +260,7 @@ func TestReduceOffRoot(t *testing.T) {
 	s := testSettings()
 	s.Capacity = 1000
 	sh, fc := servedShim(t, 2, 1, s)
-	if res, handed := sh.Reduce(0x10000, 0x10000, 300, Float32, Sum, 0, 2, 5, false); res != Success || handed {
+	if res, handed := sh.Reduce(0x10000, 0x10000, 300, nccl.Float32, nccl.Sum, 0, 2, 5, false); res != nccl.Success || handed {
 		t.Fatalf("Reduce = %d, handed %v", res, handed)
 	}
 	scratch := sh.lookup(2).scratch
@@ -267,7 +274,7 @@ func TestReduceOffRoot(t *testing.T) {
 	if got := fc.log(); !slices.Equal(got, want) {
 		t.Errorf("detcoll saw %q, want %q", got, want)
 	}
-	if res := sh.Destroy(2); res != Success || sh.lookup(2) != nil {
+	if res := sh.Destroy(2); res != nccl.Success || sh.lookup(2) != nil {
 		t.Errorf("Destroy = %d", res)
 	}
 	if log := fc.log(); log[len(log)-1] != "close" {
@@ -281,26 +288,26 @@ func TestReduceOffRoot(t *testing.T) {
 func TestFailurePoisons(t *testing.T) {
 	sh, fc := servedShim(t, 2, 0, testSettings())
 	fc.fail = fmt.Errorf("%w: device address 0x3 is not aligned", detcoll.ErrInvalid)
-	if res, _ := sh.AllReduce(3, 3, 4, Float32, Sum, 1, 0, false); res != InvalidArgument {
+	if res, _ := sh.AllReduce(3, 3, 4, nccl.Float32, nccl.Sum, 1, 0, false); res != nccl.InvalidArgument {
 		t.Errorf("misaligned AllReduce = %d; want InvalidArgument", res)
 	}
-	if res, _ := sh.AllReduce(8, 8, 4, Float32, Sum, 1, 0, false); res != Success {
+	if res, _ := sh.AllReduce(8, 8, 4, nccl.Float32, nccl.Sum, 1, 0, false); res != nccl.Success {
 		t.Errorf("AllReduce after a refused one = %d", res)
 	}
 	lost := &detcoll.RankError{Rank: 1, Err: detcoll.ErrPeerLost, Reason: "its process 1001 exited"}
 	fc.fail = lost
-	if res, _ := sh.AllReduce(8, 8, 4, Float32, Sum, 1, 0, false); res != RemoteError {
+	if res, _ := sh.AllReduce(8, 8, 4, nccl.Float32, nccl.Sum, 1, 0, false); res != nccl.RemoteError {
 		t.Errorf("AllReduce that lost its peer = %d; want RemoteError", res)
 	}
 	n := len(fc.log())
-	if res, handed := sh.ReduceScatter(8, 8, 4, Float32, Sum, 1, 0, false); res != RemoteError || handed || len(fc.log()) != n {
+	if res, handed := sh.ReduceScatter(8, 8, 4, nccl.Float32, nccl.Sum, 1, 0, false); res != nccl.RemoteError || handed || len(fc.log()) != n {
 		t.Errorf("a call on the poisoned communicator = %d, handed %v, reached detcoll: %v", res, handed, len(fc.log()) != n)
 	}
 	if !strings.Contains(sh.LastError(), "its process 1001 exited") {
 		t.Errorf("last error %q", sh.LastError())
 	}
 	fc.err = lost
-	if res := sh.AsyncError(1); res != RemoteError {
+	if res := sh.AsyncError(1); res != nccl.RemoteError {
 		t.Errorf("AsyncError = %d; want RemoteError", res)
 	}
 }
@@ -315,8 +322,8 @@ func TestFirstUseNotReady(t *testing.T) {
 		j := newFakeJob(2)
 		sh := j.newShim(0, (&fakeOpen{}).open, s)
 		sh.Init(1, 2, 0, false)
-		res, handed := sh.AllReduce(8, 8, 4, Float32, Sum, 1, 0, true)
-		if mode == Delegate && (!handed || res != Success) || mode == Strict && (handed || res != InvalidUsage) {
+		res, handed := sh.AllReduce(8, 8, 4, nccl.Float32, nccl.Sum, 1, 0, true)
+		if mode == Delegate && (!handed || res != nccl.Success) || mode == Strict && (handed || res != nccl.InvalidUsage) {
 			t.Errorf("mode %d: first reduction in a group = %d, handed %v", mode, res, handed)
 		}
 		if st, _ := stateOf(sh, 1); st != pending {
@@ -331,7 +338,7 @@ func TestInitAll(t *testing.T) {
 	sh := j.newShim(0, nil, testSettings())
 	sh.InitAll([]Handle{7, 8}, []int{0, 1})
 	for _, h := range []Handle{7, 8} {
-		if res, handed := sh.AllReduce(8, 8, 4, Float32, Sum, h, 0, false); !handed || res != Success {
+		if res, handed := sh.AllReduce(8, 8, 4, nccl.Float32, nccl.Sum, h, 0, false); !handed || res != nccl.Success {
 			t.Errorf("comm %d: AllReduce = %d, handed %v", h, res, handed)
 		}
 	}
@@ -349,7 +356,7 @@ func TestAbortStopsDetcoll(t *testing.T) {
 	if sh.lookup(1) != nil {
 		t.Error("the aborted communicator is still known")
 	}
-	if res, handed := sh.AllReduce(8, 8, 4, Float32, Sum, 1, 0, false); !handed || res != Success {
+	if res, handed := sh.AllReduce(8, 8, 4, nccl.Float32, nccl.Sum, 1, 0, false); !handed || res != nccl.Success {
 		t.Errorf("AllReduce after Abort = %d, handed %v", res, handed)
 	}
 }

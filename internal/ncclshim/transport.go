@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/nccl"
 )
 
 // deviceTransport is the setup's transport: the real NCCL's all-gather of
@@ -58,7 +59,7 @@ func (t *deviceTransport) allGather(ctx context.Context, send []byte) ([]byte, e
 	if err := t.dev.CopyIn(t.buf, send); err != nil {
 		return nil, err
 	}
-	if r := t.real.AllGather(t.h, t.buf, t.buf+uintptr(n), n, t.stream); r != Success {
+	if r := t.real.AllGather(t.h, t.buf, t.buf+uintptr(n), n, t.stream); r != nccl.Success {
 		return nil, fmt.Errorf("detcoll: the setup's ncclAllGather failed (%d)", r)
 	}
 	t.inflight = true
