@@ -95,11 +95,11 @@ func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.R
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if root < 0 || root >= c.world {
-		return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
-	}
 	if r, handed, ok := s.ready(c, stream, inGroup, "Reduce"); !ok {
 		return r, handed
+	}
+	if root < 0 || root >= c.world {
+		return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
 	}
 	out, size := recv, dtype.Size()
 	if c.rank != root {

@@ -26,13 +26,20 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 			c.rdv = nil
 		}
 	}
-	if c.device < 0 {
-		d, r := s.real.CommCuDevice(c.h)
+	for _, q := range []struct {
+		name  string
+		field *int
+		ask   func(Handle) (int, nccl.Result)
+	}{{"ncclCommCount", &c.world, s.real.CommCount}, {"ncclCommUserRank", &c.rank, s.real.CommUserRank}, {"ncclCommCuDevice", &c.device, s.real.CommCuDevice}} {
+		if *q.field >= 0 {
+			continue
+		}
+		v, r := q.ask(c.h)
 		if r != nccl.Success {
-			unserve("detcoll could not set it up: ncclCommCuDevice failed (%d)", r)
+			unserve("detcoll could not set it up: %s failed (%d)", q.name, r)
 			return
 		}
-		c.device = d
+		*q.field = v
 	}
 	t, err := newDeviceTransport(s.real, s.dev, c.h, c.world, follow)
 	if err != nil {

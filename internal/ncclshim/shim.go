@@ -105,7 +105,7 @@ const (
 // comm is one NCCL communicator as the shim sees it.
 type comm struct {
 	h           Handle
-	world, rank int
+	world, rank int // -1 until setup asks the real NCCL (a split communicator)
 	device      int // the CUDA device, -1 until setup asks the real NCCL
 
 	// ctx ends at Abort, which stops a setup in progress; active is the
@@ -142,9 +142,11 @@ func (c *comm) activeDC() Collectives {
 }
 
 // Init records a communicator the real NCCL created (ncclCommInitRank and
-// its variants). ready says the real one is usable now (a blocking init,
-// outside a group): then detcoll's is set up at once, which keeps the
-// setup out of later graph captures; otherwise at its first reduction.
+// its variants; ncclCommSplit and ncclCommShrink with world and rank -1:
+// the setup asks the real communicator). ready says the real one is usable
+// now (a blocking init, outside a group): then detcoll's is set up at
+// once, which keeps the setup out of later graph captures; otherwise at
+// its first reduction.
 func (s *Shim) Init(h Handle, world, rank int, ready bool) nccl.Result {
 	c := newComm(h, world, rank, -1)
 	s.mu.Lock()
@@ -168,20 +170,6 @@ func (s *Shim) InitAll(hs []Handle, devices []int) {
 		c.state, c.why = unserved, "its ranks are one process (ncclCommInitAll), which detcoll's IPC cannot join"
 		s.comms[h] = c
 	}
-}
-
-// Adopt records a communicator the real NCCL derived from another
-// (ncclCommSplit, ncclCommShrink): its place is read from the real one.
-func (s *Shim) Adopt(h Handle) nccl.Result {
-	world, r := s.real.CommCount(h)
-	if r != nccl.Success {
-		return r
-	}
-	rank, r := s.real.CommUserRank(h)
-	if r != nccl.Success {
-		return r
-	}
-	return s.Init(h, world, rank, false)
 }
 
 func (s *Shim) lookup(h Handle) *comm {

@@ -360,3 +360,28 @@ func TestAbortStopsDetcoll(t *testing.T) {
 		t.Errorf("AllReduce after Abort = %d, handed %v", res, handed)
 	}
 }
+
+// TestSplitCommunicator: a communicator from ncclCommSplit comes with world
+// and rank unknown (-1); its setup asks the real NCCL for them.
+func TestSplitCommunicator(t *testing.T) {
+	o := &fakeOpen{steps: 1}
+	_, shims := job(2, o.open, testSettings())
+	var wg sync.WaitGroup
+	for r, s := range shims {
+		wg.Go(func() {
+			if res := s.Init(Handle(r+1), -1, -1, true); res != nccl.Success {
+				t.Errorf("rank %d: Init = %d", r, res)
+			}
+		})
+	}
+	wg.Wait()
+	for r, s := range shims {
+		c := s.lookup(Handle(r + 1))
+		if st, why := stateOf(s, c.h); st != served || c.world != 2 || c.rank != r || c.device != r {
+			t.Errorf("rank %d: state %d (%s), world %d, rank %d, device %d", r, st, why, c.world, c.rank, c.device)
+		}
+		if res, handed := s.Reduce(0x10000, 0x20000, 10, nccl.Float32, nccl.Sum, 1, Handle(r+1), 0, false); res != nccl.Success || handed {
+			t.Errorf("rank %d: Reduce on the split communicator = %d, handed %v", r, res, handed)
+		}
+	}
+}
