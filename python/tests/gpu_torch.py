@@ -56,10 +56,17 @@ def rand(n, dt, salt):
 
 def main():
     out = sys.argv[1]
-    dist.init_process_group("nccl")
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    torch.cuda.set_device(local)
+    if os.environ.get("GPU_TORCH_EAGER") == "1":
+        # Eager init: the communicator is made here, and new_group splits it
+        # (ncclCommSplit) instead of making one of its own.
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    else:
+        dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-    info = {"rank": rank, "world": world, "preloaded": dtorch.enabled(), "torch": torch.__version__,
+    info = {"rank": rank, "world": world, "eager": os.environ.get("GPU_TORCH_EAGER") == "1",
+            "preloaded": dtorch.enabled(), "torch": torch.__version__,
             "nccl": ".".join(map(str, torch.cuda.nccl.version())), "device": torch.cuda.get_device_name()}
 
     @check("library loaded")
