@@ -26,6 +26,9 @@ var theShim = sync.OnceValues(func() (*ncclshim.Shim, error) {
 	}
 	sh := ncclshim.New(realNCCL{}, ncclshim.DriverDevice{}, ncclshim.OpenDetcoll, s)
 	sh.Warn = warnOnce
+	if os.Getenv("DETCOLL_NCCL_DEBUG") == "1" {
+		sh.Debug = func(line string) { fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s\n", line) }
+	}
 	return sh, nil
 })
 

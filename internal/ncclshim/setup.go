@@ -3,6 +3,7 @@ package ncclshim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/nccl"
@@ -19,6 +20,16 @@ import (
 func (s *Shim) setup(c *comm, follow uintptr) {
 	ctx, cancel := context.WithTimeout(c.ctx, s.settings.Timeout)
 	defer cancel()
+	if s.Debug != nil {
+		start := time.Now()
+		defer func() {
+			what := "served by detcoll"
+			if c.state != served {
+				what = "not served: " + c.why
+			}
+			s.Debug(fmt.Sprintf("communicator %#x, rank %d of %d, device %d: %s (setup %v)", c.h, c.rank, c.world, c.device, what, time.Since(start).Round(time.Microsecond)))
+		}()
+	}
 	unserve := func(format string, args ...any) {
 		c.state, c.why = unserved, fmt.Sprintf(format, args...)
 		if c.rdv != nil {

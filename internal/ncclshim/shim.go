@@ -83,6 +83,9 @@ type Shim struct {
 	// Warn, if set, hears why a call was handed to the real NCCL in
 	// delegate mode (the C boundary prints each reason once).
 	Warn func(why string)
+	// Debug, if set, hears how each communicator's setup ended
+	// (DETCOLL_NCCL_DEBUG=1 prints it).
+	Debug func(line string)
 }
 
 // New returns a shim over real, with the detcoll communicators that open
