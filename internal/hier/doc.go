@@ -1,0 +1,46 @@
+// Package hier runs every collective over several hosts: a communicator
+// of W = H x G ranks, numbered host-major (rank r is local rank r % G on
+// host r / G), made of the host's own communicator (a backend: shared
+// memory, CUDA IPC) and rails between the hosts (the ranks of one local
+// rank, one per host), whose bytes move through an existing engine (Open
+// MPI, NCCL) behind the Rail interface.
+//
+// # Why the bits are the flat tree's
+//
+// With G a power of two, T over W ranks is T over H leaves of T over each
+// host's G ranks: T splits [0, HG) at the largest power of two below HG,
+// which is G times the largest power of two below H, so every split falls
+// between hosts until one host is left. So an all-reduce is: a
+// reduce-scatter inside the host (each local rank holds its shard of the
+// host's sum, T over the host's ranks), an all-gather of that shard along
+// the rail and T over the H host sums, element by element, then an
+// all-gather inside the host. Every node is the add the flat tree makes,
+// on the same operands in the same order, rounded once: the bits are the
+// flat tree's (hier_test.go checks it against the flat reference and
+// against one host of W ranks). With G not a power of two the flat tree
+// does not nest; New refuses it (ErrInvalid), rather than run a schedule
+// whose result would differ from a single host's.
+//
+// # Bytes
+//
+// Per rank and all-reduce of n bytes: inside the host a reduce-scatter and
+// an all-gather, 2(G-1)/G n; along the rail it receives (H-1) shards of
+// n/G, (H-1)/H of the bandwidth-optimal 2(H-1)/(HG) n, and sends its shard
+// to H-1 peers (an all-gather: every rank evaluates T over the H sums
+// itself, which keeps the order fixed without a reduction by the engine).
+// A reduce-scatter moves H times more along the rail than it needs (each
+// rank gathers every host's partials of its rail's H blocks and keeps one:
+// the rail is an all-gather, not an all-to-all); all-gather and broadcast
+// move what they must.
+//
+// # Failures
+//
+// Each rail exchange first gathers the call's signature from every host,
+// so that hosts calling different collectives fail with a *MismatchError
+// before any output is written; a wait for the rail is bounded by the
+// timeout; any failure poisons the communicator and aborts the host's, so
+// that its local peers fail at once with the same cause.
+//
+// It imports internal/base, internal/proto (the signature words) and
+// internal/tree; the backends and the engines come in as interfaces.
+package hier

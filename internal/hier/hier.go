@@ -1,0 +1,340 @@
+package hier
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
+	"github.com/detcoll/detcoll/internal/tree"
+)
+
+// Local is the host's own communicator of G ranks: a backend.
+type Local interface {
+	Do(req *base.Request) error
+	Abort(cause error)
+	Err() error
+	Close(ctx context.Context) error
+	Reserved() base.Region
+}
+
+// Rail is the channel between the ranks of one local rank, one per host.
+type Rail interface {
+	// AllGather gathers len(send) bytes from each rank of the rail into
+	// recv (H x len(send) bytes), in host order. It returns early with
+	// an error when ctx ends.
+	AllGather(ctx context.Context, send, recv []byte) error
+}
+
+// Config says where a rank is.
+type Config struct {
+	Hosts, Host int // H, and this rank's host
+	PerHost     int // G, ranks per host: a power of two
+	LocalRank   int // this rank's rank on its host
+	Timeout     time.Duration
+	Local       Local
+	Rail        Rail
+}
+
+// Comm is one rank's communicator of several hosts. It runs one call at a
+// time.
+type Comm struct {
+	hosts, host, g, G int
+	timeout           time.Duration
+	local             Local
+	rail              Rail
+
+	cause atomic.Pointer[error]
+
+	mu      sync.Mutex // one call at a time; guards the fields below
+	seq     uint64     // the call's number, for signatures and errors
+	op      base.Op    // the call's operation, for errors
+	closed  bool
+	stage   base.StagedCall
+	staging []byte // Stage's memory
+	reducer tree.Reducer
+	scratch [5][]byte // grown, reused: see buf
+}
+
+// New returns the communicator of cfg. G must be a power of two.
+func New(cfg Config) (*Comm, error) {
+	if cfg.PerHost < 1 || cfg.PerHost&(cfg.PerHost-1) != 0 {
+		return nil, base.Invalidf("%d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees (with %d the hosts' sums would not give the flat tree's bits)", cfg.PerHost, cfg.PerHost)
+	}
+	return &Comm{hosts: cfg.Hosts, host: cfg.Host, g: cfg.LocalRank, G: cfg.PerHost,
+		timeout: cfg.Timeout, local: cfg.Local, rail: cfg.Rail}, nil
+}
+
+// Err is the communicator's failure, or nil.
+func (c *Comm) Err() error {
+	if p := c.cause.Load(); p != nil {
+		return *p
+	}
+	return c.local.Err()
+}
+
+// Abort fails the communicator from any goroutine.
+func (c *Comm) Abort(cause error) {
+	err := base.Aborted(c.rank(), cause)
+	c.fail(err)
+}
+
+// fail records err as the cause, unless one is recorded, and aborts the
+// host's communicator with it, so that the local peers fail too.
+func (c *Comm) fail(err error) error {
+	err = base.Canonical(err, c.rank())
+	if c.cause.CompareAndSwap(nil, &err) {
+		c.local.Abort(err)
+	}
+	return *c.cause.Load()
+}
+
+func (c *Comm) rank() int { return c.host*c.G + c.g }
+
+// Reserved is the host communicator's own memory.
+func (c *Comm) Reserved() base.Region { return c.local.Reserved() }
+
+// Close closes the host's communicator (acknowledged by the host's
+// ranks); it returns the failure, if any, as every rank's Close does.
+func (c *Comm) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	err := c.local.Close(ctx)
+	if ferr := c.Err(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// Stage hands out memory for a staged all-reduce's input: the shim's own,
+// since the input goes through the host's reduce-scatter anyway.
+func (c *Comm) Stage(n int) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return nil, err
+	}
+	if cap(c.staging) < n {
+		c.staging = num.AlignedBytes(n)
+	}
+	c.stage.Begin(n)
+	return c.staging[:n:n], nil
+}
+
+func (c *Comm) usable() error {
+	if c.closed {
+		return base.ErrClosed
+	}
+	return c.Err()
+}
+
+// Do runs one call that base.Validate accepted for the world of W ranks.
+func (c *Comm) Do(req *base.Request) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.usable(); err != nil {
+		return err
+	}
+	out := 0
+	if len(req.Out) > 0 {
+		out = len(req.Out[0])
+	}
+	if err := c.stage.Check(req.Op, out, false); err != nil {
+		return err
+	}
+	c.seq, c.op = c.seq+1, req.Op
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	sig := req.Signature()
+	sig.Seq = c.seq
+	if err := c.meet(ctx, sig); err != nil {
+		return c.fail(err)
+	}
+	var err error
+	switch req.Op {
+	case base.OpAllReduce:
+		err = c.allReduce(ctx, req.DType, req.In[0], req.Out[0])
+	case base.OpAllReduceStaged:
+		err = c.allReduce(ctx, req.DType, c.staging[:out], req.Out[0])
+	case base.OpReduceScatter, base.OpReduceScatterMany:
+		for k := range req.In {
+			if err = c.reduceScatter(ctx, req.DType, req.In[k], req.Out[k]); err != nil {
+				break
+			}
+		}
+	case base.OpAllGather, base.OpAllGatherMany:
+		for k := range req.In {
+			if err = c.allGather(ctx, req.DType, req.In[k], req.Out[k]); err != nil {
+				break
+			}
+		}
+	case base.OpBroadcast:
+		err = c.broadcast(ctx, req.DType, req.Out[0], req.Root)
+	case base.OpBarrier:
+		err = c.local.Do(&base.Request{Op: base.OpBarrier})
+	default:
+		err = fmt.Errorf("hier: %v is not a collective", req.Op)
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// meet gathers every host's signature of this call along the rail: hosts
+// that call different collectives (or the same with other arguments) fail
+// here, before any output is written, each with every host's signature.
+// A host's ranks agree among themselves: the host's communicator checks
+// that at its first step.
+func (c *Comm) meet(ctx context.Context, sig base.Signature) error {
+	mine := make([]byte, 8*proto.SignatureWords)
+	for i, w := range proto.EncodeSignature(sig) {
+		binary.LittleEndian.PutUint64(mine[8*i:], w)
+	}
+	all := make([]byte, c.hosts*len(mine))
+	if err := c.railGather(ctx, mine, all); err != nil {
+		return err
+	}
+	sigs := make([]base.Signature, c.hosts*c.G)
+	differ := false
+	for h := range c.hosts {
+		var w [proto.SignatureWords]uint64
+		for i := range w {
+			w[i] = binary.LittleEndian.Uint64(all[h*len(mine)+8*i:])
+		}
+		s := proto.DecodeSignature(w)
+		differ = differ || s != sig
+		// The rail knows one rank per host; the host's others called what
+		// it did, or their host's communicator will say so.
+		for g := range c.G {
+			sigs[h*c.G+g] = s
+		}
+	}
+	if differ {
+		return &base.MismatchError{Signatures: sigs}
+	}
+	return nil
+}
+
+// railGather is Rail.AllGather, its wait bounded by ctx (the timeout). A
+// rail that outlives it is a *TimeoutError; which host is missing the
+// engine does not say.
+func (c *Comm) railGather(ctx context.Context, send, recv []byte) error {
+	err := c.rail.AllGather(ctx, send, recv)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &base.TimeoutError{Op: c.op, Seq: c.seq, After: c.timeout,
+			Phase: fmt.Sprintf("waiting for the other hosts (the rail of local rank %d)", c.g)}
+	}
+	return err
+}
+
+// buf returns scratch slot i with n bytes, 8-byte aligned.
+func (c *Comm) buf(i, n int) []byte {
+	if cap(c.scratch[i]) < n {
+		c.scratch[i] = num.AlignedBytes(n)
+	}
+	return c.scratch[i][:n]
+}
+
+// hostSums evaluates T over the H host sums gathered along the rail, each
+// of len(dst) bytes at stride within all.
+func (c *Comm) hostSums(dt num.DType, dst, all []byte, stride, off int) {
+	srcs := make([][]byte, c.hosts)
+	for h := range srcs {
+		srcs[h] = all[h*stride+off : h*stride+off+len(dst)]
+	}
+	c.reducer.Reduce(dt, dst, srcs)
+}
+
+// allReduce: the host's reduce-scatter of the input padded to a multiple
+// of G elements, the rail's all-gather of this rank's shard, T over the
+// hosts, the host's all-gather.
+func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) error {
+	size := dt.Size()
+	n := len(in) / size
+	padded := (n + c.G - 1) / c.G * c.G
+	shard := padded / c.G * size
+	pin := c.buf(0, padded*size)
+	copy(pin, in)
+	clear(pin[len(in):])
+	part := c.buf(1, shard)
+	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
+		return err
+	}
+	all := c.buf(2, c.hosts*shard)
+	if err := c.railGather(ctx, part, all); err != nil {
+		return err
+	}
+	sum := c.buf(3, shard)
+	c.hostSums(dt, sum, all, shard, 0)
+	pout := c.buf(4, padded*size)
+	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{sum}, Out: [][]byte{pout}}); err != nil {
+		return err
+	}
+	copy(out, pout[:len(in)])
+	return nil
+}
+
+// reduceScatter of W blocks of m: the host's reduce-scatter of the input
+// reordered so that local rank g's share is block h*G+g of every host h;
+// the rail's all-gather of those partial sums; T over the hosts of this
+// rank's block.
+func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) error {
+	m := len(out)
+	if m == 0 {
+		return nil // every rank's is empty: nothing to move
+	}
+	perm := c.buf(0, len(in))
+	for g := range c.G {
+		for h := range c.hosts {
+			copy(perm[(g*c.hosts+h)*m:], in[(h*c.G+g)*m:(h*c.G+g+1)*m])
+		}
+	}
+	part := c.buf(1, c.hosts*m)
+	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{perm}, Out: [][]byte{part}}); err != nil {
+		return err
+	}
+	all := c.buf(2, c.hosts*c.hosts*m)
+	if err := c.railGather(ctx, part, all); err != nil {
+		return err
+	}
+	sum := c.buf(3, m)
+	c.hostSums(dt, sum, all, c.hosts*m, c.host*m)
+	copy(out, sum)
+	return nil
+}
+
+// allGather: the host's all-gather, then the rail's, straight into out:
+// host-major numbering makes that the ranks' order.
+func (c *Comm) allGather(ctx context.Context, dt num.DType, in, out []byte) error {
+	mine := c.buf(0, c.G*len(in))
+	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{in}, Out: [][]byte{mine}}); err != nil {
+		return err
+	}
+	return c.railGather(ctx, mine, out)
+}
+
+// broadcast from root: the root's rail gathers its buffer from every host
+// (and keeps the root host's), then every host broadcasts from that local
+// rank.
+func (c *Comm) broadcast(ctx context.Context, dt num.DType, buf []byte, root int) error {
+	rootHost, rootLocal := root/c.G, root%c.G
+	if c.g == rootLocal && c.hosts > 1 {
+		all := c.buf(0, c.hosts*len(buf))
+		if err := c.railGather(ctx, buf, all); err != nil {
+			return err
+		}
+		copy(buf, all[rootHost*len(buf):])
+	}
+	return c.local.Do(&base.Request{Op: base.OpBroadcast, DType: dt, Root: rootLocal, In: [][]byte{buf}, Out: [][]byte{buf}})
+}
