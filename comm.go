@@ -10,6 +10,7 @@ import (
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cpu"
 	"github.com/detcoll/detcoll/internal/cuda"
+	"github.com/detcoll/detcoll/internal/hier"
 	"github.com/detcoll/detcoll/internal/store"
 )
 
@@ -100,6 +101,11 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 	o.Logger = o.Logger.With("rank", o.Rank, "world", o.WorldSize, "backend", o.Backend)
 	var rdv base.Rendezvous
 	switch {
+	case o.Hosts > 1:
+		// The host's own communicator rides on the interconnect's host
+		// channel; the hosts meet along its rails (internal/hier).
+		c.user = newUserRendezvous(o.Interconnect.Host())
+		rdv = c.user
 	case o.Rendezvous != nil:
 		c.user = newUserRendezvous(o.Rendezvous)
 		rdv = c.user
@@ -110,23 +116,10 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 		}
 		rdv = storeRendezvous{c: c.client}
 	}
-	switch o.Backend {
-	case "cpu":
-		c.backend, err = cpu.Open(ctx, cpu.Config{
-			Rank: o.Rank, World: o.WorldSize, Capacity: o.Capacity, Timeout: o.Timeout,
-			Rendezvous: rdv, Logger: o.Logger,
-		})
-	case "cuda":
-		var cc *cuda.Comm
-		cc, err = cuda.Open(ctx, cuda.Config{
-			Rank: o.Rank, World: o.WorldSize, Device: o.Device, Capacity: o.Capacity, Timeout: o.Timeout,
-			Rendezvous: rdv, Logger: o.Logger,
-		})
-		if err == nil {
-			c.backend, c.device = cc, cc
-		}
-	default:
-		err = fmt.Errorf("%w: backend %q is not built yet", ErrUnavailable, o.Backend)
+	if o.Hosts > 1 {
+		err = c.openHosts(ctx, o, rdv)
+	} else {
+		c.backend, c.device, err = openBackend(ctx, o, o.Rank, o.WorldSize, o.Capacity, rdv)
 	}
 	if err != nil {
 		return nil, c.failOpen(ctx, err)
@@ -135,6 +128,54 @@ func Open(ctx context.Context, opts Options) (*Comm, error) {
 	c.opts = o
 	c.bounds = base.Bounds{Rank: o.Rank, World: o.WorldSize, Capacity: o.Capacity, Reserved: c.backend.Reserved()}
 	return c, nil
+}
+
+// openBackend opens the backend of o for rank of world, over rdv.
+func openBackend(ctx context.Context, o Options, rank, world int, capacity int64, rdv base.Rendezvous) (hostBackend, deviceBackend, error) {
+	switch o.Backend {
+	case "cpu":
+		c, err := cpu.Open(ctx, cpu.Config{
+			Rank: rank, World: world, Capacity: capacity, Timeout: o.Timeout,
+			Rendezvous: rdv, Logger: o.Logger,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, nil, nil
+	case "cuda":
+		c, err := cuda.Open(ctx, cuda.Config{
+			Rank: rank, World: world, Device: o.Device, Capacity: capacity, Timeout: o.Timeout,
+			Rendezvous: rdv, Logger: o.Logger,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c, nil
+	}
+	return nil, nil, fmt.Errorf("%w: backend %q is not built yet", ErrUnavailable, o.Backend)
+}
+
+// openHosts opens a communicator of o.Hosts hosts: the host's own
+// communicator of its G ranks (whose capacity leaves room for the padding
+// of an all-reduce to a multiple of G elements), and the schedule over the
+// hosts.
+func (c *Comm) openHosts(ctx context.Context, o Options, rdv base.Rendezvous) error {
+	if o.Backend == "cuda" {
+		return fmt.Errorf("%w: the cuda backend across hosts is not built yet (Options.Hosts %d)", ErrUnavailable, o.Hosts)
+	}
+	g := o.WorldSize / o.Hosts
+	local, _, err := openBackend(ctx, o, o.Rank%g, g, o.Capacity+int64(g)*8+base.StagingAlign, rdv)
+	if err != nil {
+		return err
+	}
+	h, err := hier.New(hier.Config{Hosts: o.Hosts, Host: o.Rank / g, PerHost: g, LocalRank: o.Rank % g,
+		Timeout: o.Timeout, Local: local, Rail: o.Interconnect})
+	if err != nil {
+		local.Close(ctx)
+		return err
+	}
+	c.backend = h
+	return nil
 }
 
 // failOpen ends an Open that failed with err after joining the store: it

@@ -43,6 +43,18 @@ type Options struct {
 	// FailureDetector. WorldSize and Rank must then be set too.
 	Rendezvous Rendezvous `json:"-"`
 
+	// Hosts splits the WorldSize ranks into this many hosts of
+	// WorldSize/Hosts ranks each, numbered host-major: rank r is local
+	// rank r % (WorldSize/Hosts) of host r / (WorldSize/Hosts). The ranks
+	// of a host talk through the backend; the hosts, through Interconnect,
+	// which must then be set. The ranks per host must be a power of two,
+	// so that the tree over all ranks is a tree over the hosts' trees
+	// (other counts are refused: the results would not be the flat
+	// tree's). 0 or 1: one host. The cpu backend only, for now.
+	Hosts int `json:"hosts,omitempty"`
+	// Interconnect carries what goes between hosts (Hosts > 1).
+	Interconnect Interconnect `json:"-"`
+
 	// Capacity is the largest input of one call, in bytes per rank (for
 	// ReduceScatter the whole input; for the *Many calls the sum of the
 	// inputs, each rounded up to 64 bytes). Each rank holds this much
@@ -123,6 +135,12 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Device %d: want >= -1", o.Device)
 	case o.Timeout < 0:
 		return base.Invalidf("Options.Timeout %v: want >= 0", o.Timeout)
+	case o.Hosts < 0 || o.Hosts > o.WorldSize || o.Hosts > 1 && o.WorldSize%o.Hosts != 0:
+		return base.Invalidf("Options.Hosts %d: want a divisor of WorldSize %d", o.Hosts, o.WorldSize)
+	case o.Hosts > 1 && o.Interconnect == nil:
+		return base.Invalidf("Options.Hosts %d: several hosts need Options.Interconnect", o.Hosts)
+	case o.Hosts > 1:
+		// The interconnect's channels: no address or secret to check.
 	case o.Rendezvous != nil:
 		// The caller's own channel: no address or secret to check.
 	case o.WorldSize > 1 && o.Addr == "":

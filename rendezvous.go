@@ -196,3 +196,19 @@ func (u *userRendezvous) Err() error {
 	}
 	return fmt.Errorf("%w: %v", ErrPeerLost, err)
 }
+
+// Interconnect carries a communicator's traffic between hosts
+// (Options.Hosts): the setup of each host's own communicator, and the
+// rails, which join the ranks of one local rank, one per host. An
+// implementation rides on an engine the job has already (Open MPI, NCCL):
+// package mpi has one.
+type Interconnect interface {
+	// Host is the channel among this rank's host's ranks, for the setup
+	// of the host's communicator (its Open). If it is a FailureDetector
+	// too, the host's communicator watches it.
+	Host() Rendezvous
+	// AllGather gathers len(send) bytes from every rank of this rank's
+	// rail into recv (Hosts x len(send) bytes), in host order. It returns
+	// early with an error when ctx ends.
+	AllGather(ctx context.Context, send, recv []byte) error
+}

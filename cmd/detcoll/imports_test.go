@@ -13,7 +13,7 @@ const module = "github.com/detcoll/detcoll"
 // may depend on: the backends and what they stand on.
 var library = []string{
 	"", "internal/base", "internal/cpu", "internal/cuda", "internal/cuda/driver", "internal/jobenv",
-	"internal/num", "internal/proto", "internal/store", "internal/tree",
+	"internal/hier", "internal/num", "internal/proto", "internal/store", "internal/tree",
 }
 
 // tools are the packages of the command, its tools and the tests, never
@@ -24,6 +24,8 @@ var tools = []string{
 	"internal/bench", "internal/coord", "internal/launch", "internal/mpiref", "internal/nccl",
 	"internal/ncclshim", "internal/plot", "internal/report", "internal/soak", "internal/verify",
 	"internal/version",
+	// Adapters a program imports to reach past one host.
+	"mpi",
 	// The tests' and the GPU tools' helpers.
 	"internal/check", "internal/conformance", "internal/cuda/gputest", "internal/devmem",
 	"internal/ranktest", "internal/testseed",

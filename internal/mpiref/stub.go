@@ -2,6 +2,8 @@
 
 package mpiref
 
+import "context"
+
 // Built reports whether this binary has the MPI reference.
 const Built = false
 
@@ -37,3 +39,22 @@ func (w *World) Allgather(in, out []byte) error { return ErrNotBuilt }
 
 // Bcast is MPI_Bcast of bytes from root.
 func (w *World) Bcast(buf []byte, root int) error { return ErrNotBuilt }
+
+// Group is a communicator of some of the world's ranks; in this build there
+// is none.
+type Group struct{}
+
+// Split is MPI_Comm_split of the world.
+func (w *World) Split(color, key int) (*Group, error) { return nil, ErrNotBuilt }
+
+// SharedHosts is MPI_Comm_split_type of the world by shared memory.
+func (w *World) SharedHosts() (*Group, error) { return nil, ErrNotBuilt }
+
+// Rank is this rank's rank in the group.
+func (g *Group) Rank() int { return 0 }
+
+// Size is the group's number of ranks.
+func (g *Group) Size() int { return 1 }
+
+// AllGather gathers len(send) bytes from every rank of the group into recv.
+func (g *Group) AllGather(ctx context.Context, send, recv []byte) error { return ErrNotBuilt }
