@@ -11,7 +11,7 @@ import (
 	"github.com/detcoll/detcoll/internal/verify"
 )
 
-const verifySynopsis = `[-n N] [--backend cpu|cuda] [--dtype LIST] [--sizes LIST] [--seed S] [--timeout D]
+const verifySynopsis = `[-n N] [--backend cpu|cuda] [--hosts H] [--dtype LIST] [--sizes LIST] [--seed S] [--timeout D]
 
 Checks determinism on this machine: every operation (all-reduce out of place,
 in place and staged, reduce-scatter, the *Many forms, all-gather, broadcast)
@@ -32,7 +32,13 @@ rank r passes the tree of its block of 8/W of them, and the result must be
 the 8-leaf tree).
 
 Started by itself it runs N local ranks (like detcoll run -n N); started by
-detcoll run, torchrun, mpirun or srun it is one of their ranks.`
+detcoll run, torchrun, mpirun or srun it is one of their ranks.
+
+With --hosts H (a build with -tags mpi) the ranks are H hosts of N/H ranks:
+each host's ranks talk through the backend, the hosts through Open MPI.
+Started by itself it runs the N ranks under mpirun, as H virtual hosts on
+this machine; under your own mpirun across machines, each machine's ranks
+are a host.`
 
 // runVerify is "detcoll verify": its flags, then verify.Run.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -40,6 +46,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := verify.Config{Args: append([]string{"verify"}, args...)}
 	fs.IntVar(&cfg.N, "n", 2, "number of local ranks to start when not launched as a rank")
 	fs.StringVar(&cfg.Backend, "backend", "cpu", `backend: "cpu" or "cuda"`)
+	fs.IntVar(&cfg.Hosts, "hosts", 0, "run the ranks as this many hosts talking through Open MPI (a -tags mpi build; started by itself, under mpirun)")
 	dtypes := fs.String("dtype", "bfloat16,float16,float32,float64", "element types of the reductions")
 	sizes := fs.String("sizes", "4,200,8000,64KiB,1MiB,4MiB", "approximate input bytes per rank (the defaults straddle the cpu backend's thresholds)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the random inputs")

@@ -29,6 +29,8 @@ import (
 	"github.com/detcoll/detcoll/internal/devmem"
 	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/mpiref"
+	"github.com/detcoll/detcoll/mpi"
 )
 
 // Config is what to check, and how to start the ranks.
@@ -38,7 +40,13 @@ type Config struct {
 	N    int
 	Args []string
 
-	Backend string        // "cpu" or "cuda"
+	Backend string // "cpu" or "cuda"
+	// Hosts > 0 runs the ranks as that many hosts whose traffic goes
+	// through Open MPI (package mpi; a -tags mpi build): started by
+	// itself, verify starts its N ranks under mpirun with
+	// DETCOLL_VIRTUAL_HOSTS=Hosts; under mpirun, it opens across the hosts
+	// that mpi finds (DETCOLL_VIRTUAL_HOSTS, or the machines).
+	Hosts   int
 	Timeout time.Duration // bound on every wait for peers
 	DTypes  []detcoll.DType
 	Sizes   []int // approximate input bytes per rank
@@ -92,14 +100,46 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if !launched {
+	acrossHosts := cfg.Hosts > 0 || os.Getenv(mpi.EnvVirtualHosts) != ""
+	switch {
+	case !launched && cfg.Hosts > 0:
+		return selfMPI(ctx, cfg, stdout, stderr)
+	case !launched:
 		return launch.Self(ctx, cfg.N, cfg.Args, stdout, stderr)
 	}
 	opts := detcoll.Options{Backend: cfg.Backend, Timeout: cfg.Timeout, Capacity: int64(slices.Max(cfg.Sizes)) + 4096}
 	if cfg.Backend == "cuda" {
 		return cudaRank(ctx, cfg, job, opts, stdout)
 	}
+	if acrossHosts {
+		if opts, err = mpi.Options(opts); err != nil {
+			return err
+		}
+		defer mpi.Finalize()
+	}
 	return hostRank(ctx, cfg, opts, stdout)
+}
+
+// selfMPI starts cfg.N ranks of this program under mpirun, as cfg.Hosts
+// virtual hosts.
+func selfMPI(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
+	if cfg.Backend != "cpu" {
+		return &ConfigError{fmt.Errorf("--hosts: the cpu backend only, for now")}
+	}
+	if cfg.N%cfg.Hosts != 0 {
+		return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	env := append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts))
+	cmd, err := mpiref.Command(ctx, cfg.N, exe, cfg.Args, env)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
 }
 
 // hostRank is one rank of detcoll verify on the cpu backend.
