@@ -38,3 +38,24 @@ func TestBenchMPI(t *testing.T) {
 		t.Errorf("table:\n%s", stdout.String())
 	}
 }
+
+// TestBenchAcrossHosts runs detcoll bench with detcoll's ranks as 2 virtual
+// hosts of 2 talking through Open MPI, against Open MPI's own calls.
+func TestBenchAcrossHosts(t *testing.T) {
+	t.Setenv(testMainVar, "1")
+	t.Setenv("DETCOLL_SHM_DIR", t.TempDir())
+	out := filepath.Join(t.TempDir(), "r.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"bench", "-n", "4", "--hosts", "2", "--operations", "all_reduce,reduce_scatter",
+		"--size-bytes", "1KiB", "--warmup", "1", "--iterations", "3", "--output", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench --hosts 2 = %v\nstderr: %s", err, stderr.String())
+	}
+	rep, err := report.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Meta.WorldSize != 4 || len(rep.Rows) != 2 {
+		t.Errorf("report: world %d, %d rows", rep.Meta.WorldSize, len(rep.Rows))
+	}
+}

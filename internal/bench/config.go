@@ -33,6 +33,11 @@ type Config struct {
 	// N is the number of local ranks Run starts when no launcher started
 	// this process, >= 1; under a launcher the world is the launcher's.
 	N int
+	// Hosts > 0 runs detcoll's side as that many hosts talking through
+	// Open MPI (package mpi): Run starts the N ranks under mpirun as
+	// virtual hosts (DETCOLL_VIRTUAL_HOSTS); under mpirun, the hosts are
+	// those package mpi finds.
+	Hosts int
 	// Timeout bounds every wait for peers (detcoll.Options.Timeout), > 0.
 	Timeout time.Duration
 	// Output and Benchfmt are the files where rank 0 writes the JSON

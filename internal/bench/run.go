@@ -15,6 +15,7 @@ import (
 	"github.com/detcoll/detcoll/internal/launch"
 	"github.com/detcoll/detcoll/internal/mpiref"
 	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/mpi"
 )
 
 // Run is detcoll bench. Started by a launcher (jobenv.FromEnv finds a
@@ -54,9 +55,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if cfg.Reference == report.ReferenceMPI && !mpiref.Built {
 		return fmt.Errorf("--reference mpi: %w; or use --reference none", mpiref.ErrNotBuilt)
 	}
+	if cfg.Hosts > 0 && (cfg.Backend != "cpu" || world%cfg.Hosts != 0) {
+		return configErrorf("--hosts %d: the cpu backend, and a divisor of the %d ranks", cfg.Hosts, world)
+	}
 	if !launched {
+		if cfg.Hosts > 0 {
+			return spawnMPI(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)
+		}
 		if cfg.Reference == report.ReferenceMPI {
-			return spawnMPI(ctx, world, cfg.Args, stdout, stderr)
+			return spawnMPI(ctx, world, cfg.Args, os.Environ(), stdout, stderr)
 		}
 		return launch.Self(ctx, world, cfg.Args, stdout, stderr)
 	}
@@ -70,12 +77,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 }
 
 // spawnMPI runs n local ranks of this program with args under mpirun.
-func spawnMPI(ctx context.Context, n int, args []string, stdout, stderr io.Writer) error {
+func spawnMPI(ctx context.Context, n int, args, env []string, stdout, stderr io.Writer) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find this program to start its ranks: %w", err)
 	}
-	cmd, err := mpiref.Command(ctx, n, exe, args, os.Environ())
+	cmd, err := mpiref.Command(ctx, n, exe, args, env)
 	if err != nil {
 		return err
 	}
@@ -115,7 +122,17 @@ func hostRank(ctx context.Context, cfg Config, job jobenv.Job, ref Impl, stdout,
 	if err := cfg.outputDirs(job.Rank); err != nil {
 		return err
 	}
-	c, err := detcoll.Open(ctx, detcoll.Options{Backend: cfg.Backend, Capacity: cfg.Capacity(), Timeout: cfg.Timeout})
+	opts := detcoll.Options{Backend: cfg.Backend, Capacity: cfg.Capacity(), Timeout: cfg.Timeout}
+	if cfg.Hosts > 0 || os.Getenv(mpi.EnvVirtualHosts) != "" {
+		var err error
+		if opts, err = mpi.Options(opts); err != nil {
+			return err
+		}
+		if ref == nil {
+			defer mpi.Finalize() // mpiRank finalises when MPI is the reference too
+		}
+	}
+	c, err := detcoll.Open(ctx, opts)
 	if err != nil {
 		return err
 	}

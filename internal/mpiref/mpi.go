@@ -86,15 +86,19 @@ type World struct {
 var (
 	initMu    sync.Mutex // guards initState
 	initState int        // 0 never initialised, 1 initialised, 2 finalised
+	theWorld  *World     // set with initState 1
 )
 
-// Init initialises MPI. It may be called once per process: MPI cannot
-// start again after Finalize.
+// Init initialises MPI, or returns the World of an earlier Init: MPI
+// initialises once per process and cannot start again after Finalize.
 func Init() (*World, error) {
 	initMu.Lock()
 	defer initMu.Unlock()
-	if initState != 0 {
-		return nil, fmt.Errorf("mpiref: Init called twice (MPI initialises once per process)")
+	switch initState {
+	case 1:
+		return theWorld, nil // a second user of the process's MPI (package mpi beside the reference)
+	case 2:
+		return nil, fmt.Errorf("mpiref: Init after Finalize (MPI initialises once per process)")
 	}
 	var provided C.int
 	if rc := C.mr_init(&provided); rc != C.MPI_SUCCESS {
@@ -116,7 +120,8 @@ func Init() (*World, error) {
 	var buf [512]C.char
 	C.mr_version(&buf[0], C.int(len(buf)))
 	v, _, _ := strings.Cut(C.GoString(&buf[0]), "\n")
-	return &World{rank: int(rank), size: int(size), version: strings.TrimSpace(v)}, nil
+	theWorld = &World{rank: int(rank), size: int(size), version: strings.TrimSpace(v)}
+	return theWorld, nil
 }
 
 // Rank is this process's rank in MPI_COMM_WORLD.
