@@ -19,7 +19,11 @@ type Input struct {
 // report.
 type Request struct {
 	Before, After []Input
-	Operation     string
+	// Extra are more references, each drawn beside the after report of
+	// its world size (a report whose reference is, say, PyTorch's
+	// symmetric memory): its reference line, and its ratio.
+	Extra     []Input
+	Operation string
 	// Mode is the timing mode drawn; "" means the one mode every report
 	// has (an error when they have several).
 	Mode string
@@ -60,7 +64,54 @@ func Check(req Request) error {
 		}
 		worlds[w] = req.After[i].Name
 	}
+	for _, x := range req.Extra {
+		after, ok := afterOf(req, x)
+		if !ok {
+			add("%s: no after report of world size %d to draw it beside", x.Name, x.Report.Meta.WorldSize)
+			continue
+		}
+		errs = append(errs, checkExtra(x, after, req.Operation, mode)...)
+	}
 	return errors.Join(errs...)
+}
+
+// afterOf is the after report that x is drawn beside: the one of its
+// world size.
+func afterOf(req Request, x Input) (Input, bool) {
+	for _, a := range req.After {
+		if a.Report.Meta.WorldSize == x.Report.Meta.WorldSize {
+			return a, true
+		}
+	}
+	return Input{}, false
+}
+
+// checkExtra checks that an extra reference was measured like the after
+// report it is drawn beside, at the same sizes, with a reference time.
+func checkExtra(x, after Input, op, mode string) []error {
+	var errs []error
+	m, a := &x.Report.Meta, &after.Report.Meta
+	for _, d := range []struct {
+		what string
+		x, a any
+	}{{"dtype", m.DType, a.DType}, {"device", m.Device, a.Device}, {"backend", m.Backend, a.Backend}} {
+		if d.x != d.a {
+			errs = append(errs, fmt.Errorf("%s and %s differ in %s: %v and %v", x.Name, after.Name, d.what, d.x, d.a))
+		}
+	}
+	if m.Reference == report.ReferenceNone {
+		errs = append(errs, fmt.Errorf("%s has no reference to draw", x.Name))
+	}
+	xs, as := selectRows(x.Report, op, mode), selectRows(after.Report, op, mode)
+	if !slices.Equal(sizes(xs), sizes(as)) {
+		errs = append(errs, fmt.Errorf("%s and %s differ in the sizes of %s: %v and %v", x.Name, after.Name, op, sizes(xs), sizes(as)))
+	}
+	for _, r := range xs {
+		if r.ReferenceUS <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %s at %d bytes has no reference time", x.Name, op, r.InputBytesPerRank))
+		}
+	}
+	return errs
 }
 
 // resolveMode returns the mode to draw: the one asked for, or the only

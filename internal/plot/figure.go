@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	gplot "gonum.org/v1/plot"
@@ -31,6 +32,8 @@ var (
 	beforeColor    = color.RGBA{R: 230, G: 120, B: 0, A: 255}
 	afterColor     = color.RGBA{R: 0, G: 90, B: 180, A: 255}
 	referenceColor = color.RGBA{R: 110, G: 110, B: 110, A: 255}
+	// The extra references, in turn: green, purple, red.
+	extraColors = []color.Color{color.RGBA{G: 150, B: 60, A: 255}, color.RGBA{R: 130, G: 50, B: 160, A: 255}, color.RGBA{R: 200, G: 30, B: 30, A: 255}}
 )
 
 // Write checks req (see Check) and only then draws it and writes the
@@ -40,25 +43,45 @@ func Write(req Request, pngPath, svgPath string) error {
 		return err
 	}
 	mode, _ := resolveMode(req.Mode, append(append([]Input(nil), req.Before...), req.After...))
-	panels := make([]*gplot.Plot, len(req.Before))
-	for i := range panels {
-		p, err := panel(req.Before[i], req.After[i], req.Operation, mode)
+	// Each pair is a column of two panels: latency, and below it the
+	// ratio to each reference (a log-log latency plot hides a 20% gap).
+	var panels, ratios []*gplot.Plot
+	for i := range req.Before {
+		var extras []Input
+		for _, x := range req.Extra {
+			if x.Report.Meta.WorldSize == req.After[i].Report.Meta.WorldSize {
+				extras = append(extras, x)
+			}
+		}
+		p, err := panel(req.Before[i], req.After[i], extras, req.Operation, mode)
 		if err != nil {
 			return err
 		}
-		panels[i] = p
+		r, err := ratioPanel(req.After[i], extras, req.Operation, mode)
+		if err != nil {
+			return err
+		}
+		panels, ratios = append(panels, p), append(ratios, r)
 	}
 	cols := min(len(panels), maxCols)
 	rows := (len(panels) + cols - 1) / cols
-	grid := make([][]*gplot.Plot, rows)
+	withRatios := slices.ContainsFunc(ratios, func(p *gplot.Plot) bool { return p != nil })
+	per := 1
+	if withRatios {
+		per = 2
+	}
+	grid := make([][]*gplot.Plot, rows*per)
 	for r := range grid {
 		grid[r] = make([]*gplot.Plot, cols)
-		for c := range grid[r] {
-			if i := r*cols + c; i < len(panels) {
-				grid[r][c] = panels[i]
-			}
+	}
+	for i := range panels {
+		r, c := i/cols*per, i%cols
+		grid[r][c] = panels[i]
+		if withRatios {
+			grid[r+1][c] = ratios[i]
 		}
 	}
+	rows *= per
 	w, h := vg.Length(cols)*panelWidth, vg.Length(rows)*panelHeight
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(pngDPI))
 	svg := vgsvg.New(w, h)
@@ -84,9 +107,9 @@ func drawGrid(grid [][]*gplot.Plot, dc draw.Canvas) {
 	}
 }
 
-// panel draws one pair: detcoll before and after, and the after report's
-// reference.
-func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
+// panel draws one pair: detcoll before and after, the after report's
+// reference and the extra references.
+func panel(before, after Input, extras []Input, op, mode string) (*gplot.Plot, error) {
 	m := &after.Report.Meta
 	p := gplot.New()
 	p.Title.Text = fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.Device, m.DType, mode, versions(m))
@@ -110,6 +133,69 @@ func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
 	if m.Reference != report.ReferenceNone {
 		lines = append(lines, series{referenceLabel(m) + " (after run)", as, true, referenceColor, []vg.Length{vg.Points(5), vg.Points(3)}})
 	}
+	for i, x := range extras {
+		lines = append(lines, series{referenceLabel(&x.Report.Meta) + " (" + x.Name + ")", selectRows(x.Report, op, mode), true,
+			extraColors[i%len(extraColors)], []vg.Length{vg.Points(2), vg.Points(2)}})
+	}
+	if err := addLines(p, lines); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ratioPanel draws, per size, the after run's detcoll time over each
+// reference's time (below 1: detcoll faster), with the line at 1 marked;
+// nil when there is no reference.
+func ratioPanel(after Input, extras []Input, op, mode string) (*gplot.Plot, error) {
+	m := &after.Report.Meta
+	as := selectRows(after.Report, op, mode)
+	type ref struct {
+		label string
+		rows  []report.Row
+		color color.Color
+	}
+	var refs []ref
+	if m.Reference != report.ReferenceNone {
+		refs = append(refs, ref{referenceLabel(m), as, referenceColor})
+	}
+	for i, x := range extras {
+		refs = append(refs, ref{referenceLabel(&x.Report.Meta), selectRows(x.Report, op, mode), extraColors[i%len(extraColors)]})
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	p := gplot.New()
+	p.Title.Text = fmt.Sprintf("%s, W=%d: detcoll %s / reference", op, m.WorldSize, m.Commit)
+	p.X.Label.Text = "input bytes per rank"
+	p.Y.Label.Text = "time ratio (below 1: detcoll faster)"
+	p.X.Scale = gplot.LogScale{}
+	var ticks gplot.ConstantTicks
+	for _, r := range as {
+		ticks = append(ticks, gplot.Tick{Value: float64(r.InputBytesPerRank), Label: report.SizeLabel(r.InputBytesPerRank)})
+	}
+	p.X.Tick.Marker = ticks
+	p.Legend.Top, p.Legend.Left = true, true
+	one := plotter.NewFunction(func(float64) float64 { return 1 })
+	one.Color, one.Dashes, one.Width = color.Black, []vg.Length{vg.Points(1), vg.Points(2)}, vg.Points(1)
+	p.Add(one)
+	p.Y.Min = 0
+	var lines []series
+	for _, r := range refs {
+		ratio := make([]report.Row, len(as))
+		for i := range as {
+			ratio[i] = report.Row{InputBytesPerRank: as[i].InputBytesPerRank, DetcollUS: as[i].DetcollUS / r.rows[i].ReferenceUS}
+			p.Y.Max = max(p.Y.Max, ratio[i].DetcollUS*1.1, 1.2)
+		}
+		lines = append(lines, series{"vs " + r.label, ratio, false, r.color, nil})
+	}
+	if err := addLines(p, lines); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// addLines adds each series as a line with points, and to the legend.
+func addLines(p *gplot.Plot, lines []series) error {
 	for _, l := range lines {
 		xys := make(plotter.XYs, len(l.rows))
 		for i, r := range l.rows {
@@ -120,14 +206,14 @@ func panel(before, after Input, op, mode string) (*gplot.Plot, error) {
 		}
 		line, points, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return nil, fmt.Errorf("plot: %s: %w", l.label, err)
+			return fmt.Errorf("plot: %s: %w", l.label, err)
 		}
 		line.Color, line.Dashes, line.Width = l.color, l.dashes, vg.Points(1.5)
 		points.Color, points.Radius = l.color, vg.Points(2.5)
 		p.Add(line, points)
 		p.Legend.Add(l.label, line, points)
 	}
-	return p, nil
+	return nil
 }
 
 // series is one line of a panel.
@@ -151,6 +237,8 @@ func referenceLabel(m *report.Meta) string {
 		}
 	case report.ReferenceNCCL:
 		s = strings.TrimSpace("NCCL " + m.NCCLVersion)
+	case report.ReferenceSymmMem:
+		s = "PyTorch symmetric memory"
 	default:
 		s = m.Reference
 	}

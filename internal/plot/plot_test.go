@@ -176,6 +176,11 @@ func TestWrite(t *testing.T) {
 		{"one pair", pair(spec{}, spec{})},
 		{"sizes in any order", pair(spec{sizes: []int64{4096, 1024, 65536}}, spec{sizes: []int64{65536, 1024, 4096}})},
 		{"no reference", pair(spec{edit: noRef}, spec{edit: noRef})},
+		{"an extra reference", func() Request {
+			r := pair(spec{}, spec{us: 1})
+			r.Extra = []Input{in("symm.json", fake(spec{us: 3, edit: func(m *report.Meta) { m.Reference = report.ReferenceSymmMem }}))}
+			return r
+		}()},
 		{"four world sizes", Request{
 			Before:    []Input{in("b2", fake(spec{world: 2})), in("b3", fake(spec{world: 3})), in("b4", fake(spec{world: 4})), in("b8", fake(spec{world: 8}))},
 			After:     []Input{in("a2", fake(spec{world: 2, us: 1})), in("a3", fake(spec{world: 3, us: 1})), in("a4", fake(spec{world: 4, us: 1})), in("a8", fake(spec{world: 8, us: 1}))},
@@ -227,6 +232,27 @@ func TestOutputPaths(t *testing.T) {
 		png, svg, err := OutputPaths(tt.in)
 		if png != tt.png || svg != tt.svg || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
 			t.Errorf("OutputPaths(%q) = %q, %q, %v; want %q, %q, %q", tt.in, png, svg, err, tt.png, tt.svg, tt.err)
+		}
+	}
+}
+
+// TestCheckExtra: an extra reference must have an after report of its world
+// size, the same dtype, device and sizes, and a reference time.
+func TestCheckExtra(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		extra spec
+		want  string
+	}{
+		{"world size", spec{world: 4}, "no after report of world size 4"},
+		{"device", spec{edit: func(m *report.Meta) { m.Device = "other" }}, "device"},
+		{"sizes", spec{sizes: []int64{1 << 10}}, "sizes"},
+		{"no reference", spec{edit: func(m *report.Meta) { m.Reference, m.MPIVersion = report.ReferenceNone, "" }}, "no reference"},
+	} {
+		r := pair(spec{}, spec{})
+		r.Extra = []Input{in("x.json", fake(tt.extra))}
+		if err := Check(r); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Check = %v; want it to say %q", tt.name, err, tt.want)
 		}
 	}
 }

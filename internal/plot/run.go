@@ -12,8 +12,10 @@ type Config struct {
 	// Before and After are the reports' paths: the i-th before report is
 	// paired with the i-th after one.
 	Before, After []string
-	Operation     string // the operation to draw
-	Mode          string // the timing mode; "" for the reports' only one
+	// Extra are more references' reports (Request.Extra).
+	Extra     []string
+	Operation string // the operation to draw
+	Mode      string // the timing mode; "" for the reports' only one
 	// Output is the figure's path; FIG.png and FIG.svg are both written
 	// (see OutputPaths).
 	Output string
@@ -47,6 +49,9 @@ func Run(cfg Config, stdout io.Writer) error {
 		return err
 	}
 	if req.After, err = readReports(cfg.After); err != nil {
+		return err
+	}
+	if req.Extra, err = readReports(cfg.Extra); err != nil {
 		return err
 	}
 	if err := Write(req, png, svg); err != nil {

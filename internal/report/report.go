@@ -30,6 +30,10 @@ const (
 	ReferenceNone = "none"
 	ReferenceMPI  = "mpi"  // Open MPI, on the cpu backend
 	ReferenceNCCL = "nccl" // NCCL, on the cuda backend
+	// ReferenceSymmMem is PyTorch's symmetric-memory all-reduce, a
+	// fixed-order alternative on GPUs; its reports come from a script of
+	// its own (plotted as an extra reference: detcoll plot --extra).
+	ReferenceSymmMem = "symm_mem"
 )
 
 // Report is one run of detcoll bench.
@@ -56,7 +60,8 @@ type Meta struct {
 	MPIVersion    string `json:"mpi_version"`
 
 	// Reference is what detcoll is compared with: ReferenceMPI,
-	// ReferenceNCCL or ReferenceNone (then rows hold no reference times).
+	// ReferenceNCCL, ReferenceSymmMem or ReferenceNone (then rows hold no
+	// reference times).
 	Reference string `json:"reference"`
 	// ReferenceDType is the element type the reference reduced in, when it
 	// differs from DType (Open MPI has no bfloat16 or float16: it sums

@@ -55,8 +55,8 @@ func (m *Meta) validate() error {
 		return fmt.Errorf("backend %q: want cpu or cuda", m.Backend)
 	case m.Device == "":
 		return fmt.Errorf("device: empty")
-	case m.Reference != ReferenceNone && m.Reference != ReferenceMPI && m.Reference != ReferenceNCCL:
-		return fmt.Errorf("reference %q: want %s, %s or %s", m.Reference, ReferenceMPI, ReferenceNCCL, ReferenceNone)
+	case m.Reference != ReferenceNone && m.Reference != ReferenceMPI && m.Reference != ReferenceNCCL && m.Reference != ReferenceSymmMem:
+		return fmt.Errorf("reference %q: want %s, %s, %s or %s", m.Reference, ReferenceMPI, ReferenceNCCL, ReferenceSymmMem, ReferenceNone)
 	case m.Reference == ReferenceNone && m.ReferenceDType != "":
 		return fmt.Errorf("reference_dtype %q without a reference", m.ReferenceDType)
 	case m.GoVersion == "":
