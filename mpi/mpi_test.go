@@ -26,6 +26,11 @@ const childVar = "DETCOLL_MPI_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childVar) != "" {
+		if v := os.Getenv(killVar); v != "" {
+			victim, _ := strconv.Atoi(v)
+			fmt.Fprintf(os.Stderr, "rank %s: %v\n", os.Getenv("OMPI_COMM_WORLD_RANK"), killChild(victim))
+			os.Exit(1)
+		}
 		err := child()
 		if ferr := mpi.Finalize(); err == nil {
 			err = ferr
