@@ -201,7 +201,13 @@ func (u *userRendezvous) Err() error {
 // (Options.Hosts): the setup of each host's own communicator, and the
 // rails, which join the ranks of one local rank, one per host. An
 // implementation rides on an engine the job has already (Open MPI, NCCL):
-// package mpi has one.
+// package mpi has one. One that also has the method
+//
+//	Exchange(ctx context.Context, peer int, send, recv []byte) error
+//
+// (send to the rail's rank on host peer and receive len(recv) bytes from
+// it, at once) lets all-reduces over a power of two of hosts move the
+// bandwidth-optimal share between them.
 type Interconnect interface {
 	// Host is the channel among this rank's host's ranks, for the setup
 	// of the host's communicator (its Open). If it is a FailureDetector

@@ -127,6 +127,13 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 	return ic.rail.AllGather(ctx, send, recv)
 }
 
+// Exchange trades bytes with the rail's rank on host peer (with a power
+// of two of hosts, all-reduces then move the bandwidth-optimal share
+// between hosts: internal/hier).
+func (ic *Interconnect) Exchange(ctx context.Context, peer int, send, recv []byte) error {
+	return ic.rail.Exchange(ctx, peer, send, recv)
+}
+
 // groupRendezvous is a detcoll.Rendezvous over an MPI group: the lengths,
 // then the values padded to the longest. MPI orders the calls, so the
 // names are not needed.

@@ -24,14 +24,13 @@
 // # Bytes
 //
 // Per rank and all-reduce of n bytes: inside the host a reduce-scatter and
-// an all-gather, 2(G-1)/G n each way; along the rail it receives H-1
-// shards of n/G and sends its own to H-1 peers: (H-1) n/G, which is H/2
-// times the bandwidth-optimal 2(H-1)/H n/G of a reduce-scatter and
-// all-gather over the rail (the same at H = 2, twice at H = 4). It is an
-// all-gather because every rank then evaluates T over the H host sums
-// itself, which keeps the order fixed without a reduction by the engine;
-// a recursive-halving exchange with fixed partners would reach the
-// optimum with the same bits, and is the next step.
+// an all-gather, 2(G-1)/G n each way. Along the rail, with H a power of
+// two and a Rail that is an Exchanger, recursive halving at distances 1,
+// 2, 4, ... (each step adds two of T's subtrees, the lower hosts' on the
+// left) then doubling back: 2(H-1)/H n/G each way, the bandwidth optimum
+// for n/G over H hosts. Otherwise an all-gather of the shards, after which
+// every rank evaluates T over the H host sums itself: (H-1) n/G, H/2 times
+// the optimum. Either way no engine adds anything, so the order is T's.
 // A reduce-scatter moves H times more along the rail than it needs (each
 // rank gathers every host's partials of its rail's H blocks and keeps one:
 // the rail is an all-gather, not an all-to-all); all-gather and broadcast

@@ -32,6 +32,16 @@ type Rail interface {
 	AllGather(ctx context.Context, send, recv []byte) error
 }
 
+// Exchanger is a Rail that also trades bytes with one peer of the rail at
+// a time: then, with a power of two of hosts, an all-reduce moves the
+// bandwidth-optimal share along the rail (railSum).
+type Exchanger interface {
+	// Exchange sends send to the rail's host peer and receives len(recv)
+	// bytes from it, at once. It returns early with an error when ctx
+	// ends.
+	Exchange(ctx context.Context, peer int, send, recv []byte) error
+}
+
 // Config says where a rank is.
 type Config struct {
 	Hosts, Host int // H, and this rank's host
@@ -271,18 +281,91 @@ func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) erro
 	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
 		return err
 	}
-	all := c.buf(2, c.hosts*shard)
-	if err := c.railGather(ctx, part, all); err != nil {
+	sum, err := c.railSum(ctx, dt, part)
+	if err != nil {
 		return err
 	}
-	sum := c.buf(3, shard)
-	c.hostSums(dt, sum, all, shard, 0)
 	pout := c.buf(4, padded*size)
 	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{sum}, Out: [][]byte{pout}}); err != nil {
 		return err
 	}
 	copy(out, pout[:len(in)])
 	return nil
+}
+
+// railSum returns T over the rail's H host sums of part, element by
+// element. With a power of two of hosts and an Exchanger it halves: at
+// distance d = 1, 2, 4, ... each rank trades half of its range with the
+// host d away and keeps the sum of the two blocks of d hosts, the lower
+// block's on the left; those blocks are T's subtrees (it splits a power of
+// two of leaves in halves), so after log2(H) steps each rank holds T over
+// all hosts for its 1/H of the range, and the steps back, in reverse,
+// gather the rest. Each rank moves 2(H-1)/H of part, the bandwidth
+// optimum. Otherwise every rank gathers every host's part and evaluates T
+// itself: H-1 parts.
+func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, error) {
+	ex, ok := c.rail.(Exchanger)
+	if !ok || c.hosts&(c.hosts-1) != 0 || c.hosts == 1 {
+		all := c.buf(2, c.hosts*len(part))
+		if err := c.railGather(ctx, part, all); err != nil {
+			return nil, err
+		}
+		sum := c.buf(3, len(part))
+		c.hostSums(dt, sum, all, len(part), 0)
+		return sum, nil
+	}
+	size := dt.Size()
+	sum := c.buf(3, len(part))
+	copy(sum, part)
+	theirs := c.buf(2, len(part))
+	// ranges[k] is this rank's range before step k, in elements.
+	type span struct{ lo, hi int }
+	var ranges []span
+	r := span{0, len(part) / size}
+	for d := 1; d < c.hosts; d *= 2 {
+		ranges = append(ranges, r)
+		mid := r.lo + (r.hi-r.lo)/2
+		lower := c.host&d == 0
+		keep, give := span{r.lo, mid}, span{mid, r.hi}
+		if !lower {
+			keep, give = give, keep
+		}
+		b := func(s span) []byte { return sum[s.lo*size : s.hi*size] }
+		in := theirs[keep.lo*size : keep.hi*size]
+		if err := c.exchange(ctx, ex, c.host^d, b(give), in); err != nil {
+			return nil, err
+		}
+		left, right := b(keep), in
+		if !lower {
+			left, right = in, b(keep)
+		}
+		c.reducer.Reduce(dt, b(keep), [][]byte{left, right})
+		r = keep
+	}
+	for k := len(ranges) - 1; k >= 0; k-- {
+		d := 1 << k
+		whole := ranges[k]
+		mid := whole.lo + (whole.hi-whole.lo)/2
+		other := span{mid, whole.hi}
+		if c.host&d != 0 {
+			other = span{whole.lo, mid}
+		}
+		if err := c.exchange(ctx, ex, c.host^d, sum[r.lo*size:r.hi*size], sum[other.lo*size:other.hi*size]); err != nil {
+			return nil, err
+		}
+		r = whole
+	}
+	return sum, nil
+}
+
+// exchange is Exchanger.Exchange, its wait bounded as railGather's.
+func (c *Comm) exchange(ctx context.Context, ex Exchanger, peer int, send, recv []byte) error {
+	err := ex.Exchange(ctx, peer, send, recv)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &base.TimeoutError{Op: c.op, Seq: c.seq, After: c.timeout,
+			Phase: fmt.Sprintf("waiting for host %d (the rail of local rank %d)", peer, c.g)}
+	}
+	return err
 }
 
 // reduceScatter of W blocks of m: the host's reduce-scatter of the input

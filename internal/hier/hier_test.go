@@ -76,10 +76,44 @@ func (v rdv) Fail(string)           {}
 func (v rdv) Done() <-chan struct{} { return nil }
 func (v rdv) Err() error            { return nil }
 
-// rail is host h's end of a rail.
+// rail is host h's end of a rail; with x set it trades with one peer at a
+// time too (hier.Exchanger), through a mailbox per ordered pair of hosts.
 type rail struct {
 	g *group
 	h int
+	x *mailboxes
+}
+
+type mailboxes struct {
+	mu  sync.Mutex
+	box map[[2]int]chan []byte
+}
+
+func (m *mailboxes) to(from, to int) chan []byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]int{from, to}
+	if m.box[k] == nil {
+		m.box[k] = make(chan []byte, 64)
+	}
+	return m.box[k]
+}
+
+// exchangingRail is a rail that is a hier.Exchanger.
+type exchangingRail struct{ rail }
+
+func (v exchangingRail) Exchange(ctx context.Context, peer int, send, recv []byte) error {
+	v.x.to(v.h, peer) <- append([]byte{}, send...)
+	select {
+	case got := <-v.x.to(peer, v.h):
+		if len(got) != len(recv) {
+			return fmt.Errorf("host %d sent %d bytes, want %d", peer, len(got), len(recv))
+		}
+		copy(recv, got)
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (v rail) AllGather(ctx context.Context, send, recv []byte) error {
@@ -97,8 +131,13 @@ func (v rail) AllGather(ctx context.Context, send, recv []byte) error {
 	return nil
 }
 
-// job opens W = hosts x perHost ranks; comms[r] is rank r's.
+// job opens W = hosts x perHost ranks; comms[r] is rank r's. Its rails
+// are exchanging ones (hier.Exchanger) unless TestMain's gatherOnly.
 func job(t *testing.T, hosts, perHost int, capacity int64) []*hier.Comm {
+	return jobWith(t, hosts, perHost, capacity, true)
+}
+
+func jobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bool) []*hier.Comm {
 	t.Helper()
 	t.Setenv("DETCOLL_SHM_DIR", t.TempDir())
 	hostGroups := make([]*group, hosts)
@@ -106,8 +145,10 @@ func job(t *testing.T, hosts, perHost int, capacity int64) []*hier.Comm {
 		hostGroups[h] = newGroup(perHost)
 	}
 	rails := make([]*group, perHost)
+	boxes := make([]*mailboxes, perHost)
 	for g := range rails {
 		rails[g] = newGroup(hosts)
+		boxes[g] = &mailboxes{box: map[[2]int]chan []byte{}}
 	}
 	comms := make([]*hier.Comm, hosts*perHost)
 	errs := make([]error, len(comms))
@@ -121,8 +162,12 @@ func job(t *testing.T, hosts, perHost int, capacity int64) []*hier.Comm {
 				errs[r] = err
 				return
 			}
+			var rl hier.Rail = rail{rails[g], h, nil}
+			if exchange {
+				rl = exchangingRail{rail{rails[g], h, boxes[g]}}
+			}
 			comms[r], errs[r] = hier.New(hier.Config{Hosts: hosts, Host: h, PerHost: perHost, LocalRank: g,
-				Timeout: 10 * time.Second, Local: local, Rail: rail{rails[g], h}})
+				Timeout: 10 * time.Second, Local: local, Rail: rl})
 		})
 	}
 	wg.Wait()
@@ -157,7 +202,7 @@ func noErrors(t *testing.T, what string, errs []error) {
 	}
 }
 
-var layouts = []struct{ hosts, perHost int }{{2, 2}, {2, 4}, {4, 2}, {3, 2}, {2, 1}, {3, 1}, {1, 4}, {5, 2}}
+var layouts = []struct{ hosts, perHost int }{{2, 2}, {2, 4}, {4, 2}, {3, 2}, {2, 1}, {3, 1}, {1, 4}, {5, 2}, {8, 1}, {4, 1}}
 
 var floats = []num.DType{num.BFloat16Type, num.Float16Type, num.Float32Type, num.Float64Type}
 
@@ -167,48 +212,54 @@ var floats = []num.DType{num.BFloat16Type, num.Float16Type, num.Float32Type, num
 // host, with NaNs, infinities, subnormals and signed zeros in the inputs.
 func TestSumsAreTheFlatTree(t *testing.T) {
 	for _, l := range layouts {
-		t.Run(fmt.Sprintf("%dx%d", l.hosts, l.perHost), func(t *testing.T) {
-			w := l.hosts * l.perHost
-			comms := job(t, l.hosts, l.perHost, 4097*8*int64(w)) // the largest reduce-scatter's input
-			call := 0
-			for _, dt := range floats {
-				for _, n := range []int{0, 1, 3, 7, 64, 1000, 4097} {
-					call++
-					ins := make([][]byte, w)
-					for r := range ins {
-						ins[r] = check.Input(1, call, r, n, dt)
-					}
-					want := check.ReferenceSum(dt, ins)
-					outs := make([][]byte, w)
-					noErrors(t, "AllReduce", each(comms, func(r int, c *hier.Comm) error {
-						outs[r] = make([]byte, len(ins[r]))
-						return c.Do(&base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{ins[r]}, Out: [][]byte{outs[r]}})
-					}))
-					for r := range outs {
-						if err := check.FirstDiff(dt, outs[r], want); err != nil {
-							t.Fatalf("AllReduce %v n=%d rank %d: %v", dt, n, r, err)
-						}
-					}
-					// ReduceScatter of W blocks of n: rank r's block.
-					call++
-					big := make([][]byte, w)
-					for r := range big {
-						big[r] = check.Input(1, call, r, n*w, dt)
-					}
-					wantBig := check.ReferenceSum(dt, big)
-					noErrors(t, "ReduceScatter", each(comms, func(r int, c *hier.Comm) error {
-						outs[r] = make([]byte, n*dt.Size())
-						return c.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{big[r]}, Out: [][]byte{outs[r]}})
-					}))
-					for r := range outs {
-						m := n * dt.Size()
-						if err := check.FirstDiff(dt, outs[r], wantBig[r*m:(r+1)*m]); err != nil {
-							t.Fatalf("ReduceScatter %v n=%d rank %d: %v", dt, n, r, err)
-						}
-					}
+		for _, exchange := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%dx%d/exchange=%v", l.hosts, l.perHost, exchange), func(t *testing.T) {
+				sumsAreTheFlatTree(t, l.hosts, l.perHost, exchange)
+			})
+		}
+	}
+}
+
+func sumsAreTheFlatTree(t *testing.T, hosts, perHost int, exchange bool) {
+	w := hosts * perHost
+	comms := jobWith(t, hosts, perHost, 4097*8*int64(w), exchange) // the largest reduce-scatter's input
+	call := 0
+	for _, dt := range floats {
+		for _, n := range []int{0, 1, 3, 7, 64, 1000, 4097} {
+			call++
+			ins := make([][]byte, w)
+			for r := range ins {
+				ins[r] = check.Input(1, call, r, n, dt)
+			}
+			want := check.ReferenceSum(dt, ins)
+			outs := make([][]byte, w)
+			noErrors(t, "AllReduce", each(comms, func(r int, c *hier.Comm) error {
+				outs[r] = make([]byte, len(ins[r]))
+				return c.Do(&base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{ins[r]}, Out: [][]byte{outs[r]}})
+			}))
+			for r := range outs {
+				if err := check.FirstDiff(dt, outs[r], want); err != nil {
+					t.Fatalf("AllReduce %v n=%d rank %d: %v", dt, n, r, err)
 				}
 			}
-		})
+			// ReduceScatter of W blocks of n: rank r's block.
+			call++
+			big := make([][]byte, w)
+			for r := range big {
+				big[r] = check.Input(1, call, r, n*w, dt)
+			}
+			wantBig := check.ReferenceSum(dt, big)
+			noErrors(t, "ReduceScatter", each(comms, func(r int, c *hier.Comm) error {
+				outs[r] = make([]byte, n*dt.Size())
+				return c.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{big[r]}, Out: [][]byte{outs[r]}})
+			}))
+			for r := range outs {
+				m := n * dt.Size()
+				if err := check.FirstDiff(dt, outs[r], wantBig[r*m:(r+1)*m]); err != nil {
+					t.Fatalf("ReduceScatter %v n=%d rank %d: %v", dt, n, r, err)
+				}
+			}
+		}
 	}
 }
 

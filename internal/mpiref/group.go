@@ -24,6 +24,12 @@ static int mr_iallgather(void *buf, int n, MPI_Comm c, MPI_Request *req) {
 	return MPI_Iallgather(buf, n, MPI_BYTE, (char *)buf + n, n, MPI_BYTE, c, req);
 }
 static int mr_test(MPI_Request *req, int *done) { return MPI_Test(req, done, MPI_STATUS_IGNORE); }
+static int mr_exchange(void *buf, int sn, int rn, int peer, MPI_Comm c, MPI_Request *reqs) {
+	int rc = MPI_Irecv((char *)buf + sn, rn, MPI_BYTE, peer, 7, c, &reqs[0]);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Isend(buf, sn, MPI_BYTE, peer, 7, c, &reqs[1]);
+}
+static int mr_testall(MPI_Request *reqs, int *done) { return MPI_Testall(2, reqs, done, MPI_STATUSES_IGNORE); }
 */
 import "C"
 
@@ -113,28 +119,68 @@ func (g *Group) AllGather(ctx context.Context, send, recv []byte) error {
 	if rc := C.mr_iallgather(g.buf, C.int(n), g.comm, &req); rc != C.MPI_SUCCESS {
 		return mpiError("MPI_Iallgather", rc)
 	}
-	// Spin briefly (a round trip on one host is microseconds), then sleep
-	// between polls, doubling up to a millisecond.
+	if err := g.wait(ctx, "AllGather", func(done *C.int) C.int { return C.mr_test(&req, done) }); err != nil {
+		return err
+	}
+	if n > 0 {
+		copy(recv, unsafe.Slice((*byte)(unsafe.Add(g.buf, n)), g.size*n))
+	}
+	return nil
+}
+
+// Exchange sends send to the group's rank peer and receives len(recv)
+// bytes from it at once (MPI_Isend and MPI_Irecv), bounded by ctx as
+// AllGather.
+func (g *Group) Exchange(ctx context.Context, peer int, send, recv []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if peer < 0 || peer >= g.size || len(send) > 1<<30 || len(recv) > 1<<30 {
+		return fmt.Errorf("mpiref: Exchange of %d and %d bytes with %d, group of %d", len(send), len(recv), peer, g.size)
+	}
+	if g.stuck {
+		return fmt.Errorf("mpiref: Exchange after a call that never finished")
+	}
+	if need := max(len(send)+len(recv), 1); need > g.cap {
+		C.free(g.buf)
+		g.buf, g.cap = C.malloc(C.size_t(need)), need
+	}
+	if len(send) > 0 {
+		C.memcpy(g.buf, unsafe.Pointer(unsafe.SliceData(send)), C.size_t(len(send)))
+	}
+	var reqs [2]C.MPI_Request
+	if rc := C.mr_exchange(g.buf, C.int(len(send)), C.int(len(recv)), C.int(peer), g.comm, &reqs[0]); rc != C.MPI_SUCCESS {
+		return mpiError("MPI_Isend/MPI_Irecv", rc)
+	}
+	if err := g.wait(ctx, "Exchange", func(done *C.int) C.int { return C.mr_testall(&reqs[0], done) }); err != nil {
+		return err
+	}
+	if len(recv) > 0 {
+		copy(recv, unsafe.Slice((*byte)(unsafe.Add(g.buf, len(send))), len(recv)))
+	}
+	return nil
+}
+
+// wait polls test until the call is done: a brief spin (a round trip on
+// one host is microseconds), then sleeps between polls, doubling up to a
+// millisecond. When ctx ends first the group is stuck (MPI cannot cancel
+// the call, which still owns g.buf).
+func (g *Group) wait(ctx context.Context, what string, test func(*C.int) C.int) error {
 	start, nap := time.Now(), time.Duration(0)
 	for {
 		var done C.int
-		if rc := C.mr_test(&req, &done); rc != C.MPI_SUCCESS {
+		if rc := test(&done); rc != C.MPI_SUCCESS {
 			return mpiError("MPI_Test", rc)
 		}
 		if done != 0 {
-			break
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			g.stuck = true
-			return fmt.Errorf("mpiref: AllGather: %w", err)
+			return fmt.Errorf("mpiref: %s: %w", what, err)
 		}
 		if time.Since(start) > 50*time.Microsecond {
 			nap = min(max(2*nap, time.Microsecond), time.Millisecond)
 			time.Sleep(nap)
 		}
 	}
-	if n > 0 {
-		copy(recv, unsafe.Slice((*byte)(unsafe.Add(g.buf, n)), g.size*n))
-	}
-	return nil
 }

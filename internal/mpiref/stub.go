@@ -58,3 +58,6 @@ func (g *Group) Size() int { return 1 }
 
 // AllGather gathers len(send) bytes from every rank of the group into recv.
 func (g *Group) AllGather(ctx context.Context, send, recv []byte) error { return ErrNotBuilt }
+
+// Exchange sends send to the group's rank peer and receives recv from it.
+func (g *Group) Exchange(ctx context.Context, peer int, send, recv []byte) error { return ErrNotBuilt }
