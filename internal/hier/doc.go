@@ -31,10 +31,11 @@
 // for n/G over H hosts. Otherwise an all-gather of the shards, after which
 // every rank evaluates T over the H host sums itself: (H-1) n/G, H/2 times
 // the optimum. Either way no engine adds anything, so the order is T's.
-// A reduce-scatter moves H times more along the rail than it needs (each
-// rank gathers every host's partials of its rail's H blocks and keeps one:
-// the rail is an all-gather, not an all-to-all); all-gather and broadcast
-// move what they must.
+// A reduce-scatter halves the same way (its blocks ordered so that each
+// rank ends with its own): (H-1)/H of its rail's share, the optimum;
+// without halving it gathers every host's partials of its rail's H blocks
+// and keeps one, H times more. All-gather and broadcast move what they
+// must.
 //
 // # Failures
 //

@@ -314,34 +314,13 @@ func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, 
 		c.hostSums(dt, sum, all, len(part), 0)
 		return sum, nil
 	}
-	size := dt.Size()
 	sum := c.buf(3, len(part))
 	copy(sum, part)
-	theirs := c.buf(2, len(part))
-	// ranges[k] is this rank's range before step k, in elements.
-	type span struct{ lo, hi int }
-	var ranges []span
-	r := span{0, len(part) / size}
-	for d := 1; d < c.hosts; d *= 2 {
-		ranges = append(ranges, r)
-		mid := r.lo + (r.hi-r.lo)/2
-		lower := c.host&d == 0
-		keep, give := span{r.lo, mid}, span{mid, r.hi}
-		if !lower {
-			keep, give = give, keep
-		}
-		b := func(s span) []byte { return sum[s.lo*size : s.hi*size] }
-		in := theirs[keep.lo*size : keep.hi*size]
-		if err := c.exchange(ctx, ex, c.host^d, b(give), in); err != nil {
-			return nil, err
-		}
-		left, right := b(keep), in
-		if !lower {
-			left, right = in, b(keep)
-		}
-		c.reducer.Reduce(dt, b(keep), [][]byte{left, right})
-		r = keep
+	ranges, r, err := c.halve(ctx, ex, dt, sum)
+	if err != nil {
+		return nil, err
 	}
+	size := dt.Size()
 	for k := len(ranges) - 1; k >= 0; k-- {
 		d := 1 << k
 		whole := ranges[k]
@@ -358,6 +337,54 @@ func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, 
 	return sum, nil
 }
 
+// span is a range of elements.
+type span struct{ lo, hi int }
+
+// halve sums buf along the rail by recursive halving (see railSum): at
+// distance d = 1, 2, 4, ... this rank keeps half of its range (the lower
+// half when its host's bit d is 0), trades the other half with host
+// host^d and adds, the lower hosts' block on the left. It returns the
+// range before each step and the one it ends with, which holds T over
+// every host: for 2^k hosts of equal blocks, block bitrev(host) of them.
+func (c *Comm) halve(ctx context.Context, ex Exchanger, dt num.DType, buf []byte) (ranges []span, r span, err error) {
+	size := dt.Size()
+	theirs := c.buf(2, len(buf))
+	r = span{0, len(buf) / size}
+	b := func(s span) []byte { return buf[s.lo*size : s.hi*size] }
+	for d := 1; d < c.hosts; d *= 2 {
+		ranges = append(ranges, r)
+		mid := r.lo + (r.hi-r.lo)/2
+		lower := c.host&d == 0
+		keep, give := span{r.lo, mid}, span{mid, r.hi}
+		if !lower {
+			keep, give = give, keep
+		}
+		in := theirs[keep.lo*size : keep.hi*size]
+		if err := c.exchange(ctx, ex, c.host^d, b(give), in); err != nil {
+			return nil, r, err
+		}
+		left, right := b(keep), in
+		if !lower {
+			left, right = in, b(keep)
+		}
+		c.reducer.Reduce(dt, b(keep), [][]byte{left, right})
+		r = keep
+	}
+	return ranges, r, nil
+}
+
+// bitrev reverses the low k bits of x (2^k hosts).
+func bitrev(x, hosts int) int {
+	y := 0
+	for d := 1; d < hosts; d *= 2 {
+		y <<= 1
+		if x&d != 0 {
+			y |= 1
+		}
+	}
+	return y
+}
+
 // exchange is Exchanger.Exchange, its wait bounded as railGather's.
 func (c *Comm) exchange(ctx context.Context, ex Exchanger, peer int, send, recv []byte) error {
 	err := ex.Exchange(ctx, peer, send, recv)
@@ -370,22 +397,44 @@ func (c *Comm) exchange(ctx context.Context, ex Exchanger, peer int, send, recv 
 
 // reduceScatter of W blocks of m: the host's reduce-scatter of the input
 // reordered so that local rank g's share is block h*G+g of every host h;
-// the rail's all-gather of those partial sums; T over the hosts of this
-// rank's block.
+// then along the rail either halving (a power of two of hosts and an
+// Exchanger: each rank ends with its own block, 2(H-1)/H of a share
+// moved) or an all-gather of those partial sums and T over the hosts of
+// this rank's block.
 func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) error {
 	m := len(out)
 	if m == 0 {
 		return nil // every rank's is empty: nothing to move
 	}
+	// Halving leaves host h the block at position bitrev(h) of its part:
+	// put block h there (bitrev is its own inverse).
+	ex, halving := c.rail.(Exchanger)
+	halving = halving && c.hosts > 1 && c.hosts&(c.hosts-1) == 0
+	pos := func(h int) int { return h }
+	if halving {
+		pos = func(h int) int { return bitrev(h, c.hosts) }
+	}
 	perm := c.buf(0, len(in))
 	for g := range c.G {
 		for h := range c.hosts {
-			copy(perm[(g*c.hosts+h)*m:], in[(h*c.G+g)*m:(h*c.G+g+1)*m])
+			copy(perm[(g*c.hosts+pos(h))*m:], in[(h*c.G+g)*m:(h*c.G+g+1)*m])
 		}
 	}
 	part := c.buf(1, c.hosts*m)
 	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{perm}, Out: [][]byte{part}}); err != nil {
 		return err
+	}
+	if halving {
+		_, r, err := c.halve(ctx, ex, dt, part)
+		if err != nil {
+			return err
+		}
+		size := dt.Size()
+		if r.lo*size != pos(c.host)*m || r.hi*size != (pos(c.host)+1)*m {
+			panic(fmt.Sprintf("hier: halving ended at elements [%d, %d), not block %d", r.lo, r.hi, pos(c.host)))
+		}
+		copy(out, part[r.lo*size:r.hi*size])
+		return nil
 	}
 	all := c.buf(2, c.hosts*c.hosts*m)
 	if err := c.railGather(ctx, part, all); err != nil {
