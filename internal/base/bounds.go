@@ -58,6 +58,15 @@ func (s *StagedCall) Pending() bool { return s.pending }
 // Begin records a Stage of n bytes (again: the last one counts).
 func (s *StagedCall) Begin(n int) { s.n, s.pending = n, true }
 
+// CheckRequest is Check of a host request.
+func (s *StagedCall) CheckRequest(r *Request) error {
+	out := 0
+	if len(r.Out) > 0 {
+		out = len(r.Out[0])
+	}
+	return s.Check(r.Op, out, false)
+}
+
 // Check refuses a call of op with out output bytes out of order: an
 // AllReduceStaged with nothing staged or another count, any other call
 // while a Stage is pending. device names the device calls in the message.

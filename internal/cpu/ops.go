@@ -16,11 +16,7 @@ func (c *Comm) Do(req *base.Request) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	out := 0
-	if len(req.Out) > 0 {
-		out = len(req.Out[0])
-	}
-	if err := c.stage.Check(req.Op, out, false); err != nil {
+	if err := c.stage.CheckRequest(req); err != nil {
 		return err
 	}
 	c.cached = c.footprint(req) <= c.cachedMax

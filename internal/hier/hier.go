@@ -155,11 +155,7 @@ func (c *Comm) Do(req *base.Request) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	out := 0
-	if len(req.Out) > 0 {
-		out = len(req.Out[0])
-	}
-	if err := c.stage.Check(req.Op, out, false); err != nil {
+	if err := c.stage.CheckRequest(req); err != nil {
 		return err
 	}
 	c.seq, c.op = c.seq+1, req.Op
@@ -175,7 +171,7 @@ func (c *Comm) Do(req *base.Request) error {
 	case base.OpAllReduce:
 		err = c.allReduce(ctx, req.DType, req.In[0], req.Out[0])
 	case base.OpAllReduceStaged:
-		err = c.allReduce(ctx, req.DType, c.staging[:out], req.Out[0])
+		err = c.allReduce(ctx, req.DType, c.staging[:len(req.Out[0])], req.Out[0])
 	case base.OpReduceScatter, base.OpReduceScatterMany:
 		for k := range req.In {
 			if err = c.reduceScatter(ctx, req.DType, req.In[k], req.Out[k]); err != nil {
