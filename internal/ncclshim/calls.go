@@ -18,23 +18,32 @@ import (
 
 // AllReduce is ncclAllReduce.
 func (s *Shim) AllReduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
+	return s.serve(h, dt, op, stream, inGroup, "AllReduce", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
+		if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
+			return s.failComm(c, err), false
+		}
+		return nccl.Success, false
+	})
+}
+
+// serve runs a sum reduction's body on c, with c.mu held, once the
+// communicator, the type and the operation are ones detcoll serves; what
+// names the call in hand-off messages.
+func (s *Shim) serve(h Handle, dt nccl.DataType, op nccl.RedOp, stream uintptr, inGroup bool, what string, body func(c *comm, dtype detcoll.DType) (nccl.Result, bool)) (nccl.Result, bool) {
 	c := s.lookup(h)
 	if c == nil {
 		return nccl.Success, true // not a communicator the shim saw made
 	}
 	dtype, ok := detcollType(dt)
 	if op != nccl.Sum || !ok {
-		return s.handOff("AllReduce of %v with %v is not one detcoll makes deterministic", dt, op)
+		return s.handOff("%s of %v with %v is not one detcoll makes deterministic", what, dt, op)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, handed, ok := s.ready(c, stream, inGroup, "AllReduce"); !ok {
+	if r, handed, ok := s.ready(c, stream, inGroup, what); !ok {
 		return r, handed
 	}
-	if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
-		return s.failComm(c, err), false
-	}
-	return nccl.Success, false
+	return body(c, dtype)
 }
 
 // allReduce sums count elements in calls that fit the capacity: element i
@@ -55,54 +64,35 @@ func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DTyp
 
 // ReduceScatter is ncclReduceScatter.
 func (s *Shim) ReduceScatter(send, recv uintptr, recvCount int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
-	c := s.lookup(h)
-	if c == nil {
-		return nccl.Success, true
-	}
-	dtype, ok := detcollType(dt)
-	if op != nccl.Sum || !ok {
-		return s.handOff("ReduceScatter of %v with %v is not one detcoll makes deterministic", dt, op)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, handed, ok := s.ready(c, stream, inGroup, "ReduceScatter"); !ok {
-		return r, handed
-	}
-	if total := int64(recvCount) * int64(c.world) * int64(dtype.Size()); total > s.settings.Capacity {
-		// Its pieces would not be contiguous: one call or none.
-		return s.handOff("ReduceScatter of %d bytes per rank is over the capacity of %d bytes (set %s)", total, s.settings.Capacity, EnvCapacity)
-	}
-	if recvCount == 0 {
+	return s.serve(h, dt, op, stream, inGroup, "ReduceScatter", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
+		if total := int64(recvCount) * int64(c.world) * int64(dtype.Size()); total > s.settings.Capacity {
+			// Its pieces would not be contiguous: one call or none.
+			return s.handOff("ReduceScatter of %d bytes per rank is over the capacity of %d bytes (set %s)", total, s.settings.Capacity, EnvCapacity)
+		}
+		if recvCount == 0 {
+			return nccl.Success, false
+		}
+		if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), recvCount, dtype, detcoll.Stream(stream)); err != nil {
+			return s.failComm(c, err), false
+		}
 		return nccl.Success, false
-	}
-	if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), recvCount, dtype, detcoll.Stream(stream)); err != nil {
-		return s.failComm(c, err), false
-	}
-	return nccl.Success, false
+	})
 }
 
 // Reduce is ncclReduce: an all-reduce whose result only the root keeps;
 // the other ranks sum into scratch memory of the shim's, since NCCL lets
 // their recvbuff be anything (NULL, or the input of an in-place call).
 func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, root int, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
-	c := s.lookup(h)
-	if c == nil {
-		return nccl.Success, true
-	}
-	dtype, ok := detcollType(dt)
-	if op != nccl.Sum || !ok {
-		return s.handOff("Reduce of %v with %v is not one detcoll makes deterministic", dt, op)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, handed, ok := s.ready(c, stream, inGroup, "Reduce"); !ok {
-		return r, handed
-	}
-	if root < 0 || root >= c.world {
-		return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
-	}
-	out, size := recv, dtype.Size()
-	if c.rank != root {
+	return s.serve(h, dt, op, stream, inGroup, "Reduce", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
+		if root < 0 || root >= c.world {
+			return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
+		}
+		if c.rank == root {
+			if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
+				return s.failComm(c, err), false
+			}
+			return nccl.Success, false
+		}
 		if c.scratch == 0 {
 			p, err := s.dev.Alloc(int(s.settings.Capacity))
 			if err != nil {
@@ -110,8 +100,9 @@ func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.R
 			}
 			c.scratch = p
 		}
-		// Each piece of the sum lands at the scratch's start: the
-		// stream orders the pieces, and nobody reads them.
+		// Each piece of the sum lands at the scratch's start: the stream
+		// orders the pieces, and nobody reads them.
+		size := dtype.Size()
 		chunk := int(s.settings.Capacity) / size
 		for off := 0; off < count; off += chunk {
 			n := min(chunk, count-off)
@@ -121,11 +112,7 @@ func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.R
 			}
 		}
 		return nccl.Success, false
-	}
-	if err := s.allReduce(c, send, out, count, dtype, stream); err != nil {
-		return s.failComm(c, err), false
-	}
-	return nccl.Success, false
+	})
 }
 
 // ready makes sure detcoll serves c, setting it up on first use; c.mu is
