@@ -34,17 +34,22 @@
 // A reduce-scatter halves the same way (its blocks ordered so that each
 // rank ends with its own): (H-1)/H of its rail's share, the optimum;
 // without halving it gathers every host's partials of its rail's H blocks
-// and keeps one, H times more. All-gather and broadcast move what they
-// must.
+// and keeps one, H times more. All-gather moves what it must. Broadcast
+// gathers along the root's rail, so each of its ranks receives H-1 copies
+// of the buffer where one would do: simple, and fine for the small buffers
+// broadcast carries; a tree of Exchanges would move one.
 //
 // # Failures
 //
 // Each rail exchange first gathers the call's signature from every host,
 // so that hosts calling different collectives fail with a *MismatchError
 // before any output is written; a wait for the rail is bounded by the
-// timeout; any failure poisons the communicator and aborts the host's, so
-// that its local peers fail at once with the same cause.
+// timeout and ends at once when the communicator fails (Abort); any
+// failure poisons the communicator and aborts the host's, so that its
+// local peers fail at once with the same cause. A rank waiting on the rail
+// learns of a local peer's failure only at its timeout: the host's
+// communicator does not signal one.
 //
-// It imports internal/base, internal/proto (the signature words) and
-// internal/tree; the backends and the engines come in as interfaces.
+// It imports internal/base, internal/num, internal/proto (the signature
+// words) and internal/tree; the backends and the engines come in as interfaces.
 package hier

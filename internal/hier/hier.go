@@ -59,8 +59,13 @@ type Comm struct {
 	timeout           time.Duration
 	local             Local
 	rail              Rail
+	ex                Exchanger // the rail, when it halves: an Exchanger and H a power of two above 1
 
 	cause atomic.Pointer[error]
+	// ctx ends when the communicator fails, so that a call waiting on the
+	// rail returns at once on Abort, not at its timeout.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex // one call at a time; guards the fields below
 	seq     uint64     // the call's number, for signatures and errors
@@ -70,6 +75,9 @@ type Comm struct {
 	staging []byte // Stage's memory
 	reducer tree.Reducer
 	scratch [5][]byte // grown, reused: see buf
+	sigs    []byte    // meet's gathered signatures, grown, reused
+	srcs    [][]byte  // hostSums' sources, reused
+	ranges  []span    // halve's ranges, reused
 }
 
 // New returns the communicator of cfg. G must be a power of two.
@@ -77,8 +85,13 @@ func New(cfg Config) (*Comm, error) {
 	if cfg.PerHost < 1 || cfg.PerHost&(cfg.PerHost-1) != 0 {
 		return nil, base.Invalidf("%d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees (with %d the hosts' sums would not give the flat tree's bits)", cfg.PerHost, cfg.PerHost)
 	}
-	return &Comm{hosts: cfg.Hosts, host: cfg.Host, g: cfg.LocalRank, G: cfg.PerHost,
-		timeout: cfg.Timeout, local: cfg.Local, rail: cfg.Rail}, nil
+	c := &Comm{hosts: cfg.Hosts, host: cfg.Host, g: cfg.LocalRank, G: cfg.PerHost,
+		timeout: cfg.Timeout, local: cfg.Local, rail: cfg.Rail}
+	if ex, ok := cfg.Rail.(Exchanger); ok && c.hosts > 1 && c.hosts&(c.hosts-1) == 0 {
+		c.ex = ex
+	}
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	return c, nil
 }
 
 // Err is the communicator's failure, or nil.
@@ -100,6 +113,7 @@ func (c *Comm) Abort(cause error) {
 func (c *Comm) fail(err error) error {
 	err = base.Canonical(err, c.rank())
 	if c.cause.CompareAndSwap(nil, &err) {
+		c.cancel(err)
 		c.local.Abort(err)
 	}
 	return *c.cause.Load()
@@ -119,6 +133,7 @@ func (c *Comm) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	c.cancel(base.ErrClosed)
 	err := c.local.Close(ctx)
 	if ferr := c.Err(); ferr != nil {
 		return ferr
@@ -159,7 +174,7 @@ func (c *Comm) Do(req *base.Request) error {
 		return err
 	}
 	c.seq, c.op = c.seq+1, req.Op
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
 	defer cancel()
 	sig := req.Signature()
 	sig.Seq = c.seq
@@ -203,30 +218,36 @@ func (c *Comm) Do(req *base.Request) error {
 // A host's ranks agree among themselves: the host's communicator checks
 // that at its first step.
 func (c *Comm) meet(ctx context.Context, sig base.Signature) error {
-	mine := make([]byte, 8*proto.SignatureWords)
+	const n = 8 * proto.SignatureWords
+	if len(c.sigs) < (c.hosts+1)*n {
+		c.sigs = make([]byte, (c.hosts+1)*n)
+	}
+	mine, all := c.sigs[:n], c.sigs[n:(c.hosts+1)*n]
 	for i, w := range proto.EncodeSignature(sig) {
 		binary.LittleEndian.PutUint64(mine[8*i:], w)
 	}
-	all := make([]byte, c.hosts*len(mine))
 	if err := c.railGather(ctx, mine, all); err != nil {
 		return err
 	}
-	sigs := make([]base.Signature, c.hosts*c.G)
-	differ := false
-	for h := range c.hosts {
+	host := func(h int) base.Signature {
 		var w [proto.SignatureWords]uint64
 		for i := range w {
-			w[i] = binary.LittleEndian.Uint64(all[h*len(mine)+8*i:])
+			w[i] = binary.LittleEndian.Uint64(all[h*n+8*i:])
 		}
-		s := proto.DecodeSignature(w)
-		differ = differ || s != sig
+		return proto.DecodeSignature(w)
+	}
+	for h := range c.hosts {
+		if host(h) == sig {
+			continue
+		}
 		// The rail knows one rank per host; the host's others called what
 		// it did, or their host's communicator will say so.
-		for g := range c.G {
-			sigs[h*c.G+g] = s
+		sigs := make([]base.Signature, c.hosts*c.G)
+		for h := range c.hosts {
+			for g := range c.G {
+				sigs[h*c.G+g] = host(h)
+			}
 		}
-	}
-	if differ {
 		return &base.MismatchError{Signatures: sigs}
 	}
 	return nil
@@ -255,11 +276,11 @@ func (c *Comm) buf(i, n int) []byte {
 // hostSums evaluates T over the H host sums gathered along the rail, each
 // of len(dst) bytes at stride within all.
 func (c *Comm) hostSums(dt num.DType, dst, all []byte, stride, off int) {
-	srcs := make([][]byte, c.hosts)
-	for h := range srcs {
-		srcs[h] = all[h*stride+off : h*stride+off+len(dst)]
+	c.srcs = c.srcs[:0]
+	for h := range c.hosts {
+		c.srcs = append(c.srcs, all[h*stride+off:h*stride+off+len(dst)])
 	}
-	c.reducer.Reduce(dt, dst, srcs)
+	c.reducer.Reduce(dt, dst, c.srcs)
 }
 
 // allReduce: the host's reduce-scatter of the input padded to a multiple
@@ -270,9 +291,15 @@ func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) erro
 	n := len(in) / size
 	padded := (n + c.G - 1) / c.G * c.G
 	shard := padded / c.G * size
-	pin := c.buf(0, padded*size)
-	copy(pin, in)
-	clear(pin[len(in):])
+	// Padding needs copies; without it the host's calls use the caller's
+	// buffers (in place too: the reduce-scatter has read in before the
+	// all-gather writes out).
+	pin, pout := in, out
+	if padded != n {
+		pin, pout = c.buf(0, padded*size), c.buf(4, padded*size)
+		copy(pin, in)
+		clear(pin[len(in):])
+	}
 	part := c.buf(1, shard)
 	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
 		return err
@@ -281,11 +308,12 @@ func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) erro
 	if err != nil {
 		return err
 	}
-	pout := c.buf(4, padded*size)
 	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{sum}, Out: [][]byte{pout}}); err != nil {
 		return err
 	}
-	copy(out, pout[:len(in)])
+	if padded != n {
+		copy(out, pout[:len(in)])
+	}
 	return nil
 }
 
@@ -300,8 +328,7 @@ func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) erro
 // optimum. Otherwise every rank gathers every host's part and evaluates T
 // itself: H-1 parts.
 func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, error) {
-	ex, ok := c.rail.(Exchanger)
-	if !ok || c.hosts&(c.hosts-1) != 0 || c.hosts == 1 {
+	if c.ex == nil {
 		all := c.buf(2, c.hosts*len(part))
 		if err := c.railGather(ctx, part, all); err != nil {
 			return nil, err
@@ -312,7 +339,7 @@ func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, 
 	}
 	sum := c.buf(3, len(part))
 	copy(sum, part)
-	ranges, r, err := c.halve(ctx, ex, dt, sum)
+	ranges, r, err := c.halve(ctx, dt, sum)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +352,7 @@ func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, 
 		if c.host&d != 0 {
 			other = span{whole.lo, mid}
 		}
-		if err := c.exchange(ctx, ex, c.host^d, sum[r.lo*size:r.hi*size], sum[other.lo*size:other.hi*size]); err != nil {
+		if err := c.exchange(ctx, c.host^d, sum[r.lo*size:r.hi*size], sum[other.lo*size:other.hi*size]); err != nil {
 			return nil, err
 		}
 		r = whole
@@ -342,11 +369,12 @@ type span struct{ lo, hi int }
 // host^d and adds, the lower hosts' block on the left. It returns the
 // range before each step and the one it ends with, which holds T over
 // every host: for 2^k hosts of equal blocks, block bitrev(host) of them.
-func (c *Comm) halve(ctx context.Context, ex Exchanger, dt num.DType, buf []byte) (ranges []span, r span, err error) {
+func (c *Comm) halve(ctx context.Context, dt num.DType, buf []byte) (ranges []span, r span, err error) {
 	size := dt.Size()
 	theirs := c.buf(2, len(buf))
 	r = span{0, len(buf) / size}
 	b := func(s span) []byte { return buf[s.lo*size : s.hi*size] }
+	ranges = c.ranges[:0]
 	for d := 1; d < c.hosts; d *= 2 {
 		ranges = append(ranges, r)
 		mid := r.lo + (r.hi-r.lo)/2
@@ -356,7 +384,7 @@ func (c *Comm) halve(ctx context.Context, ex Exchanger, dt num.DType, buf []byte
 			keep, give = give, keep
 		}
 		in := theirs[keep.lo*size : keep.hi*size]
-		if err := c.exchange(ctx, ex, c.host^d, b(give), in); err != nil {
+		if err := c.exchange(ctx, c.host^d, b(give), in); err != nil {
 			return nil, r, err
 		}
 		left, right := b(keep), in
@@ -366,6 +394,7 @@ func (c *Comm) halve(ctx context.Context, ex Exchanger, dt num.DType, buf []byte
 		c.reducer.Reduce(dt, b(keep), [][]byte{left, right})
 		r = keep
 	}
+	c.ranges = ranges
 	return ranges, r, nil
 }
 
@@ -382,8 +411,8 @@ func bitrev(x, hosts int) int {
 }
 
 // exchange is Exchanger.Exchange, its wait bounded as railGather's.
-func (c *Comm) exchange(ctx context.Context, ex Exchanger, peer int, send, recv []byte) error {
-	err := ex.Exchange(ctx, peer, send, recv)
+func (c *Comm) exchange(ctx context.Context, peer int, send, recv []byte) error {
+	err := c.ex.Exchange(ctx, peer, send, recv)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &base.TimeoutError{Op: c.op, Seq: c.seq, After: c.timeout,
 			Phase: fmt.Sprintf("waiting for host %d (the rail of local rank %d)", peer, c.g)}
@@ -404,8 +433,7 @@ func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) 
 	}
 	// Halving leaves host h the block at position bitrev(h) of its part:
 	// put block h there (bitrev is its own inverse).
-	ex, halving := c.rail.(Exchanger)
-	halving = halving && c.hosts > 1 && c.hosts&(c.hosts-1) == 0
+	halving := c.ex != nil
 	pos := func(h int) int { return h }
 	if halving {
 		pos = func(h int) int { return bitrev(h, c.hosts) }
@@ -421,7 +449,7 @@ func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) 
 		return err
 	}
 	if halving {
-		_, r, err := c.halve(ctx, ex, dt, part)
+		_, r, err := c.halve(ctx, dt, part)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 // The ranks of these tests are goroutines: each host's ranks share an
 // in-memory rendezvous and a real cpu backend (shared memory), and the
 // rails are in-memory all-gathers: the schedule is hier's, the engines
-// are stand-ins. (The Open MPI rails run under mpirun in internal/mpirail.)
+// are stand-ins. (The Open MPI rails run under mpirun in package mpi's tests.)
 
 // group is an in-memory all-gather among n members: a rendezvous for a
 // host's cpu backend, or a rail.
@@ -132,7 +132,7 @@ func (v rail) AllGather(ctx context.Context, send, recv []byte) error {
 }
 
 // job opens W = hosts x perHost ranks; comms[r] is rank r's. Its rails
-// are exchanging ones (hier.Exchanger) unless TestMain's gatherOnly.
+// are exchanging ones (hier.Exchanger); jobWith chooses.
 func job(t *testing.T, hosts, perHost int, capacity int64) []*hier.Comm {
 	return jobWith(t, hosts, perHost, capacity, true)
 }
@@ -264,23 +264,44 @@ func sumsAreTheFlatTree(t *testing.T, hosts, perHost int, exchange bool) {
 }
 
 // TestSameAsOneHost: the same inputs summed by one host of W ranks (the
-// cpu backend alone) give the same bits as by several hosts.
+// cpu backend alone, no hier) give the same bits as by several hosts.
 func TestSameAsOneHost(t *testing.T) {
 	const hosts, perHost = 4, 2
 	w := hosts * perHost
 	multi := job(t, hosts, perHost, 1<<16)
-	one := job(t, 1, w, 1<<16) // one host: hier over a cpu backend of W ranks
+	one := make([]*cpu.Comm, w)
+	errs := make([]error, w)
+	ranks := newGroup(w)
+	var wg sync.WaitGroup
+	for r := range one {
+		wg.Go(func() {
+			one[r], errs[r] = cpu.Open(context.Background(), cpu.Config{Rank: r, World: w, Capacity: 1 << 16,
+				Timeout: 10 * time.Second, Rendezvous: rdv{ranks, r}})
+		})
+	}
+	wg.Wait()
+	noErrors(t, "open one host", errs)
+	t.Cleanup(func() {
+		for r := range one {
+			wg.Go(func() { one[r].Close(context.Background()) })
+		}
+		wg.Wait()
+	})
 	for _, dt := range floats {
 		ins := make([][]byte, w)
 		for r := range ins {
 			ins[r] = check.Input(2, 1, r, 5000, dt)
 		}
 		var got [2][][]byte
-		for i, comms := range [][]*hier.Comm{multi, one} {
+		for i := range got {
 			got[i] = make([][]byte, w)
-			noErrors(t, "AllReduce", each(comms, func(r int, c *hier.Comm) error {
+			noErrors(t, "AllReduce", each(multi, func(r int, c *hier.Comm) error {
 				got[i][r] = make([]byte, len(ins[r]))
-				return c.Do(&base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{ins[r]}, Out: [][]byte{got[i][r]}})
+				req := &base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{ins[r]}, Out: [][]byte{got[i][r]}}
+				if i == 1 {
+					return one[r].Do(req)
+				}
+				return c.Do(req)
 			}))
 		}
 		for r := range w {
@@ -374,6 +395,13 @@ func TestManyAndStaged(t *testing.T) {
 			if !bytes.Equal(one, outs[k]) {
 				return fmt.Errorf("ReduceScatterMany buffer %d differs from its own call", k)
 			}
+			gathered := make([]byte, len(gouts[k]))
+			if err := c.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{gins[k]}, Out: [][]byte{gathered}}); err != nil {
+				return err
+			}
+			if !bytes.Equal(gathered, gouts[k]) {
+				return fmt.Errorf("AllGatherMany buffer %d differs from its own call", k)
+			}
 		}
 		in := check.Input(6, 1, r, 100, dt)
 		st, err := c.Stage(len(in))
@@ -420,6 +448,32 @@ func TestHostsMismatch(t *testing.T) {
 		if !errors.As(err, &me) {
 			t.Errorf("rank %d: %v; want a *MismatchError", r, err)
 		}
+	}
+}
+
+// TestAbortEndsARailWait: a rank waiting on the rail for a host that never
+// calls returns at once when aborted, not at its timeout.
+func TestAbortEndsARailWait(t *testing.T) {
+	comms := job(t, 2, 1, 1<<16)
+	dt := num.Float32Type
+	in, out := check.Input(8, 1, 0, 64, dt), make([]byte, 64*dt.Size())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- comms[0].Do(&base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{in}, Out: [][]byte{out}})
+	}()
+	time.Sleep(100 * time.Millisecond) // rank 0 waits for host 1, which does not call
+	comms[0].Abort(errors.New("the test's"))
+	select {
+	case err := <-done:
+		if !errors.Is(err, detcoll.ErrAborted) {
+			t.Errorf("aborted call: %v; want ErrAborted", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("aborted call returned after %v", d)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the aborted call still waits (the rail's timeout is 10 s)")
 	}
 }
 
