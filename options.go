@@ -135,10 +135,12 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Device %d: want >= -1", o.Device)
 	case o.Timeout < 0:
 		return base.Invalidf("Options.Timeout %v: want >= 0", o.Timeout)
-	case o.Hosts < 0 || o.Hosts > o.WorldSize || o.Hosts > 1 && o.WorldSize%o.Hosts != 0:
+	case o.Hosts < 0 || o.Hosts > 1 && o.WorldSize%o.Hosts != 0:
 		return base.Invalidf("Options.Hosts %d: want a divisor of WorldSize %d", o.Hosts, o.WorldSize)
 	case o.Hosts > 1 && o.Interconnect == nil:
 		return base.Invalidf("Options.Hosts %d: several hosts need Options.Interconnect", o.Hosts)
+	case o.Hosts > 1 && o.Rendezvous != nil:
+		return base.Invalidf("Options.Rendezvous with Hosts %d: across hosts the setup rides on Options.Interconnect; leave Rendezvous nil", o.Hosts)
 	case o.Hosts > 1:
 		// The interconnect's channels: no address or secret to check.
 	case o.Rendezvous != nil:

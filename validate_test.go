@@ -238,9 +238,29 @@ func TestBadOptions(t *testing.T) {
 		{WorldSize: 1, Timeout: -time.Second},
 		{WorldSize: 2, Rank: 0, Secret: "s"},
 		{WorldSize: 2, Rank: 0, Addr: "127.0.0.1:1"},
+		{WorldSize: 4, Hosts: -1, Interconnect: noInterconnect{}},
+		{WorldSize: 4, Hosts: 3, Interconnect: noInterconnect{}},
+		{WorldSize: 2, Hosts: 4, Interconnect: noInterconnect{}},
+		{WorldSize: 4, Hosts: 2},
+		{WorldSize: 4, Hosts: 2, Interconnect: noInterconnect{}, Rendezvous: noInterconnect{}.Host()},
 	} {
 		if _, err := detcoll.Open(ctx, o); !errors.Is(err, detcoll.ErrInvalid) {
 			t.Errorf("Open(%+v): got %v, want ErrInvalid", o, err)
 		}
 	}
+}
+
+// noInterconnect is an Interconnect for options that Open must refuse
+// before it uses one.
+type noInterconnect struct{}
+
+func (noInterconnect) Host() detcoll.Rendezvous { return noRendezvous{} }
+func (noInterconnect) AllGather(context.Context, []byte, []byte) error {
+	return errors.New("noInterconnect: not for use")
+}
+
+type noRendezvous struct{}
+
+func (noRendezvous) AllGather(context.Context, string, []byte) ([][]byte, error) {
+	return nil, errors.New("noRendezvous: not for use")
 }

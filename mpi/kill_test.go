@@ -21,7 +21,8 @@ const killVar = "DETCOLL_MPI_TEST_KILL"
 // TestKilledHostEndsTheJob: a rank of the second of two hosts SIGKILLs
 // itself amid all-reduces. Open MPI has no fault tolerance, so mpirun ends
 // the job: the survivors are stopped rather than handed an error, but none
-// hangs, mpirun fails within seconds, and no shared-memory file is left.
+// hangs, mpirun fails before the ranks' timeout (30 s) could have ended
+// them, and no shared-memory file is left.
 func TestKilledHostEndsTheJob(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -44,17 +45,23 @@ func TestKilledHostEndsTheJob(t *testing.T) {
 	if ctx.Err() != nil {
 		t.Fatalf("the job hung until the test's bound (%v):\n%s", took, out)
 	}
+	if took >= rankTimeout {
+		t.Errorf("mpirun ended %v after it started: the survivors waited for their timeout (%v), mpirun did not end the job", took, rankTimeout)
+	}
 	if left, _ := os.ReadDir(shm); len(left) != 0 {
 		t.Errorf("%d shared-memory files left: %v", len(left), left)
 	}
 	t.Logf("mpirun ended %v after it started (the kill comes after Open and 50 calls): %v", took.Round(time.Millisecond), err)
 }
 
+// rankTimeout is the ranks' timeout in TestKilledHostEndsTheJob.
+const rankTimeout = 30 * time.Second
+
 // killChild is a rank of TestKilledHostEndsTheJob: the victim kills itself
 // after 50 calls, the others call until they are stopped.
 func killChild(victim int) error {
 	ctx := context.Background()
-	o, err := mpi.Options(detcoll.Options{Timeout: 30 * time.Second})
+	o, err := mpi.Options(detcoll.Options{Timeout: rankTimeout})
 	if err != nil {
 		return err
 	}

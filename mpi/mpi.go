@@ -95,12 +95,8 @@ func hostSize(w *mpiref.World) (int, error) {
 	mine := make([]byte, 16)
 	binary.LittleEndian.PutUint64(mine, uint64(w.Rank()-g.Rank()))
 	binary.LittleEndian.PutUint64(mine[8:], uint64(g.Size()))
-	world, err := w.Split(0, w.Rank())
-	if err != nil {
-		return 0, err
-	}
 	all := make([]byte, 16*size)
-	if err := world.AllGather(context.Background(), mine, all); err != nil {
+	if err := w.Allgather(mine, all); err != nil {
 		return 0, err
 	}
 	per := g.Size()

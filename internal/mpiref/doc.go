@@ -1,7 +1,8 @@
-// Package mpiref is the Open MPI reference of "detcoll bench" on the cpu
-// backend: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather,
-// MPI_Bcast and MPI_Barrier on MPI_COMM_WORLD, called through cgo on Go
-// memory.
+// Package mpiref is Open MPI through cgo on Go memory, for two users: the
+// reference of "detcoll bench" on the cpu backend (MPI_Allreduce,
+// MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast and MPI_Barrier on
+// MPI_COMM_WORLD), and package mpi's rails between hosts (Group: split
+// communicators, a polled MPI_Iallgather and MPI_Isend/MPI_Irecv).
 //
 // It is built only with the build tag mpi (and cgo), which needs Open MPI's
 // headers and library (Debian: libopenmpi-dev, found through pkg-config

@@ -117,6 +117,7 @@ func (g *Group) AllGather(ctx context.Context, send, recv []byte) error {
 	}
 	var req C.MPI_Request
 	if rc := C.mr_iallgather(g.buf, C.int(n), g.comm, &req); rc != C.MPI_SUCCESS {
+		g.stuck = true // as after any failed call: see wait
 		return mpiError("MPI_Iallgather", rc)
 	}
 	if err := g.wait(ctx, "AllGather", func(done *C.int) C.int { return C.mr_test(&req, done) }); err != nil {
@@ -149,6 +150,7 @@ func (g *Group) Exchange(ctx context.Context, peer int, send, recv []byte) error
 	}
 	var reqs [2]C.MPI_Request
 	if rc := C.mr_exchange(g.buf, C.int(len(send)), C.int(len(recv)), C.int(peer), g.comm, &reqs[0]); rc != C.MPI_SUCCESS {
+		g.stuck = true // the receive may be posted, into g.buf
 		return mpiError("MPI_Isend/MPI_Irecv", rc)
 	}
 	if err := g.wait(ctx, "Exchange", func(done *C.int) C.int { return C.mr_testall(&reqs[0], done) }); err != nil {
@@ -162,13 +164,14 @@ func (g *Group) Exchange(ctx context.Context, peer int, send, recv []byte) error
 
 // wait polls test until the call is done: a brief spin (a round trip on
 // one host is microseconds), then sleeps between polls, doubling up to a
-// millisecond. When ctx ends first the group is stuck (MPI cannot cancel
-// the call, which still owns g.buf).
+// millisecond. When ctx ends first, or a test fails, the group is stuck:
+// MPI cannot cancel the call, which may still own g.buf.
 func (g *Group) wait(ctx context.Context, what string, test func(*C.int) C.int) error {
 	start, nap := time.Now(), time.Duration(0)
 	for {
 		var done C.int
 		if rc := test(&done); rc != C.MPI_SUCCESS {
+			g.stuck = true
 			return mpiError("MPI_Test", rc)
 		}
 		if done != 0 {
