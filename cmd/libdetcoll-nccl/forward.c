@@ -165,6 +165,15 @@ DC_EXPORT ncclResult_t ncclGroupEnd(void) {
   return theirs(r);
 }
 
+// ncclGroupSimulateEnd ends the group as ncclGroupEnd does (NCCL's runs
+// the same group end, filling in simInfo).
+DC_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  DC_MISSING(ncclGroupSimulateEnd);
+  ncclResult_t r = real.ncclGroupSimulateEnd(simInfo);
+  if (group_depth > 0) group_depth--;
+  return theirs(r);
+}
+
 // ncclGetVersion reports the version of the real NCCL, whose ABI the
 // library exports; without one, that of nccl.h 2.28, its reference.
 DC_EXPORT ncclResult_t ncclGetVersion(int* version) {

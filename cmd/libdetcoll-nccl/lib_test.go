@@ -163,6 +163,22 @@ func TestForwarding(t *testing.T) {
 	}
 }
 
+// TestGroupSimulateEndEndsTheGroup: ncclGroupSimulateEnd closes a group as
+// ncclGroupEnd does, so a communicator made after it is not "inside a
+// group": its first sum tries the setup (which fails here, no GPU) rather
+// than being refused for a group that ended.
+func TestGroupSimulateEndEndsTheGroup(t *testing.T) {
+	b := build(t)
+	lines, log := run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_MODE=strict"}, "groupsim", "init", "sum")
+	check(t, lines, []string{"groupsim 0", "init 0", "sum 5"})
+	if !strings.Contains(lines[2], "could not set it up") {
+		t.Errorf("the sum after ncclGroupSimulateEnd: %q; want the setup's failure, not a group's refusal", lines[2])
+	}
+	if want := []string{"groupstart", "groupsimulateend", "initrank"}; !slices.Equal(log, want) {
+		t.Errorf("the real NCCL saw %q, want %q", log, want)
+	}
+}
+
 // TestBadSettings: a bad variable fails every call that needs detcoll,
 // naming it.
 func TestBadSettings(t *testing.T) {

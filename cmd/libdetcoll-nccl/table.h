@@ -43,8 +43,7 @@
   X(ncclSend, (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream), \
     (sendbuff, count, datatype, peer, comm, stream))                                                          \
   X(ncclRecv, (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream), \
-    (recvbuff, count, datatype, peer, comm, stream))                                                          \
-  X(ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo), (simInfo))
+    (recvbuff, count, datatype, peer, comm, stream))
 
 // Wrapped: the library exports its own (forward.c), which call the Go side
 // and the real NCCL (these are its pointers).
@@ -80,7 +79,8 @@
      ncclComm_t comm, cudaStream_t stream),                                                                   \
     (sendbuff, recvbuff, count, datatype, op, root, comm, stream))                                            \
   X(ncclGroupStart, (void), ())                                                                               \
-  X(ncclGroupEnd, (void), ())
+  X(ncclGroupEnd, (void), ())                                                                                 \
+  X(ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo), (simInfo))
 
 // Wrapped, returning strings.
 #define DC_WRAP_STR(X)                                                   \

@@ -17,6 +17,7 @@ ncclResult_t ncclAllReduce(const void*, void*, size_t, int, int, ncclComm_t, voi
 ncclResult_t ncclSend(const void*, size_t, int, int, ncclComm_t, void*);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
+ncclResult_t ncclGroupSimulateEnd(void*);
 const char* ncclGetErrorString(ncclResult_t);
 const char* ncclGetLastError(ncclComm_t);
 
@@ -45,6 +46,11 @@ int main(int argc, char** argv) {
     } else if (!strcmp(step, "group")) {
       r = ncclGroupStart();
       if (r == 0) r = ncclGroupEnd();
+    } else if (!strcmp(step, "groupsim")) {
+      char sim[64]; /* an ncclSimInfo_t, which the fake does not read */
+      memset(sim, 0, sizeof sim);
+      r = ncclGroupStart();
+      if (r == 0) r = ncclGroupSimulateEnd(sim);
     } else if (!strcmp(step, "async")) {
       ncclResult_t e = -1;
       r = ncclCommGetAsyncError(comm, &e);

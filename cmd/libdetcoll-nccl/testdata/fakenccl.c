@@ -73,6 +73,8 @@ ncclResult_t pncclGroupStart(void) { note("groupstart"); return 0; }
 ncclResult_t ncclGroupStart(void) ALIAS(ncclGroupStart);
 ncclResult_t pncclGroupEnd(void) { note("groupend"); return 0; }
 ncclResult_t ncclGroupEnd(void) ALIAS(ncclGroupEnd);
+ncclResult_t pncclGroupSimulateEnd(void* sim) { (void)sim; note("groupsimulateend"); return 0; }
+ncclResult_t ncclGroupSimulateEnd(void* sim) ALIAS(ncclGroupSimulateEnd);
 
 const char* pncclGetErrorString(ncclResult_t r) { (void)r; return "fake error string"; }
 const char* ncclGetErrorString(ncclResult_t r) ALIAS(ncclGetErrorString);
