@@ -19,7 +19,7 @@ import (
 // AllReduce is ncclAllReduce.
 func (s *Shim) AllReduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
 	return s.serve(h, dt, op, stream, inGroup, "AllReduce", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
-		if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
+		if err := s.allReduce(c, send, recv, count, dtype, stream, false); err != nil {
 			return s.failComm(c, err), false
 		}
 		return nccl.Success, false
@@ -48,14 +48,20 @@ func (s *Shim) serve(h Handle, dt nccl.DataType, op nccl.RedOp, stream uintptr, 
 
 // allReduce sums count elements in calls that fit the capacity: element i
 // of a sum depends only on the ranks' elements i, so the pieces give the
-// bits of one call.
-func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DType, stream uintptr) error {
+// bits of one call. Each piece lands at its offset in recv, or, when
+// discard, at recv's start (Reduce's scratch off the root: the stream
+// orders the pieces, and nobody reads them).
+func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DType, stream uintptr, discard bool) error {
 	size := dt.Size()
 	chunk := int(s.settings.Capacity) / size
 	for off := 0; off < count; off += chunk {
 		n := min(chunk, count-off)
 		b := uintptr(off * size)
-		if err := c.dc.AllReduceDevice(detcoll.DevicePtr(send+b), detcoll.DevicePtr(recv+b), n, dt, detcoll.Stream(stream)); err != nil {
+		out := recv + b
+		if discard {
+			out = recv
+		}
+		if err := c.dc.AllReduceDevice(detcoll.DevicePtr(send+b), detcoll.DevicePtr(out), n, dt, detcoll.Stream(stream)); err != nil {
 			return err
 		}
 	}
@@ -87,29 +93,28 @@ func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.R
 		if root < 0 || root >= c.world {
 			return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
 		}
-		if c.rank == root {
-			if err := s.allReduce(c, send, recv, count, dtype, stream); err != nil {
-				return s.failComm(c, err), false
+		if !c.reduced {
+			// The scratch is allocated at the first Reduce, which a CUDA
+			// graph capture forbids. Every rank decides alike (the root,
+			// which needs none, too): the first Reduce is every rank's.
+			if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
+				return s.handOff("Reduce: a communicator's first Reduce must not be captured in a CUDA graph (detcoll allocates its scratch memory there): run one before capturing")
 			}
-			return nccl.Success, false
+			if c.rank != root {
+				p, err := s.dev.Alloc(int(s.settings.Capacity))
+				if err != nil {
+					return s.fail(fmt.Errorf("detcoll: Reduce: scratch memory: %w", err)), false
+				}
+				c.scratch = p
+			}
+			c.reduced = true
 		}
-		if c.scratch == 0 {
-			p, err := s.dev.Alloc(int(s.settings.Capacity))
-			if err != nil {
-				return s.fail(fmt.Errorf("detcoll: Reduce: scratch memory: %w", err)), false
-			}
-			c.scratch = p
+		out, discard := recv, false
+		if c.rank != root {
+			out, discard = c.scratch, true
 		}
-		// Each piece of the sum lands at the scratch's start: the stream
-		// orders the pieces, and nobody reads them.
-		size := dtype.Size()
-		chunk := int(s.settings.Capacity) / size
-		for off := 0; off < count; off += chunk {
-			n := min(chunk, count-off)
-			err := c.dc.AllReduceDevice(detcoll.DevicePtr(send+uintptr(off*size)), detcoll.DevicePtr(c.scratch), n, dtype, detcoll.Stream(stream))
-			if err != nil {
-				return s.failComm(c, err), false
-			}
+		if err := s.allReduce(c, send, out, count, dtype, stream, discard); err != nil {
+			return s.failComm(c, err), false
 		}
 		return nccl.Success, false
 	})

@@ -25,6 +25,8 @@ type fakeJob struct {
 	queued map[uintptr]*fakeOp // per stream: the all-gather it waits for
 	dead   map[int]bool        // ranks whose process is gone
 	calls  []int               // per rank: all-gathers queued
+	// capturing makes every stream report a CUDA graph capture.
+	capturing bool
 }
 
 type fakeRound struct {
@@ -127,7 +129,11 @@ func (f fakeRank) CopyOut(dst []byte, src uintptr) error {
 func (f fakeRank) NewStream() (uintptr, error)       { return f.Alloc(1) }
 func (f fakeRank) DestroyStream(s uintptr)           { f.Free(s) }
 func (f fakeRank) Follow(ours, theirs uintptr) error { return nil }
-func (f fakeRank) Capturing(uintptr) (bool, error)   { return false, nil }
+func (f fakeRank) Capturing(uintptr) (bool, error) {
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	return f.j.capturing, nil
+}
 
 // Done completes the stream's all-gather once every rank gave its part.
 func (f fakeRank) Done(s uintptr) (bool, error) {

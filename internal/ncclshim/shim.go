@@ -126,6 +126,7 @@ type comm struct {
 	rdv       *rendezvous
 	stopWatch chan struct{} // closed to stop the watch of the peers' processes
 	scratch   uintptr       // Reduce's output on ranks other than the root, capacity bytes
+	reduced   bool          // a Reduce was served: the scratch is there where it is needed
 }
 
 type active struct{ dc Collectives }

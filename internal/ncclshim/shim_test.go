@@ -282,6 +282,37 @@ func TestReduceOffRoot(t *testing.T) {
 	}
 }
 
+// TestFirstReduceNotCaptured: a communicator's first Reduce, which
+// allocates the scratch memory off the root, is handed to NCCL on every
+// rank when captured in a CUDA graph (an allocation would break the
+// capture); once one ran, captured ones are detcoll's.
+func TestFirstReduceNotCaptured(t *testing.T) {
+	for _, rank := range []int{0, 1} { // the root, and the other rank
+		sh, fc := servedShim(t, 2, rank, testSettings())
+		j := sh.dev.(fakeRank).j
+		capture := func(on bool) {
+			j.mu.Lock()
+			j.capturing = on
+			j.mu.Unlock()
+		}
+		reduce := func() (nccl.Result, bool) {
+			return sh.Reduce(0x10000, 0x20000, 10, nccl.Float32, nccl.Sum, 0, Handle(rank+1), 5, false)
+		}
+		capture(true)
+		if res, handed := reduce(); res != nccl.Success || !handed || len(fc.log()) != 0 || sh.lookup(Handle(rank+1)).scratch != 0 {
+			t.Errorf("rank %d: captured first Reduce = %d, handed %v, detcoll saw %q; want it handed, nothing allocated", rank, res, handed, fc.log())
+		}
+		capture(false)
+		if res, handed := reduce(); res != nccl.Success || handed {
+			t.Errorf("rank %d: first Reduce = %d, handed %v; want detcoll's", rank, res, handed)
+		}
+		capture(true)
+		if res, handed := reduce(); res != nccl.Success || handed || len(fc.log()) != 2 {
+			t.Errorf("rank %d: captured second Reduce = %d, handed %v, detcoll saw %q; want detcoll's", rank, res, handed, fc.log())
+		}
+	}
+}
+
 // TestFailurePoisons: a failed detcoll call poisons the communicator (every
 // later reduction returns the failure, ncclCommGetAsyncError reports it);
 // a refused argument does not.
