@@ -58,7 +58,7 @@ var errOutOfStep = errors.New("detcoll: the ranks' setup exchanges are out of st
 
 // AllGather publishes value under name and returns every rank's.
 func (r *rendezvous) AllGather(ctx context.Context, name string, value []byte) ([][]byte, error) {
-	if err := r.failure(); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, err
 	}
 	all, err := r.round(ctx, kindData, name, value)
@@ -89,13 +89,7 @@ const failRoundTimeout = 10 * time.Second
 
 // agree is the setup's last round: whether every rank's Open succeeded.
 func (r *rendezvous) agree(ctx context.Context) error {
-	if err := r.failure(); err != nil {
-		return err
-	}
-	_, err := r.round(ctx, kindData, "ncclshim/agree", nil)
-	if err != nil {
-		r.setFailed(err)
-	}
+	_, err := r.AllGather(ctx, "ncclshim/agree", nil)
 	return err
 }
 
@@ -113,8 +107,6 @@ func (r *rendezvous) Err() error {
 	defer r.mu.Unlock()
 	return r.failed
 }
-
-func (r *rendezvous) failure() error { return r.Err() }
 
 // setFailed records the first failure.
 func (r *rendezvous) setFailed(err error) {

@@ -139,12 +139,10 @@ func TestSetupPeerDies(t *testing.T) {
 	// Rank 2 takes part in the first round only.
 	go func() {
 		sh := shims[2]
-		c := newComm(3, 3, 2, 2)
 		tr, _ := newDeviceTransport(sh.real, sh.dev, 3, 3, 0)
 		r := newRendezvous(tr, 3, 2)
 		r.identify(t.Context(), sh.getpid())
 		j.kill(2)
-		_ = c
 	}()
 	start := time.Now()
 	initAll(t, shims, 2)
