@@ -178,3 +178,11 @@ func (realNCCL) query(h ncclshim.Handle, what C.int) (int, nccl.Result) {
 func (n realNCCL) CommCount(h ncclshim.Handle) (int, nccl.Result)    { return n.query(h, 0) }
 func (n realNCCL) CommUserRank(h ncclshim.Handle) (int, nccl.Result) { return n.query(h, 1) }
 func (n realNCCL) CommCuDevice(h ncclshim.Handle) (int, nccl.Result) { return n.query(h, 2) }
+
+func (n realNCCL) AsyncError(h ncclshim.Handle) nccl.Result {
+	state, r := n.query(h, 3)
+	if r != nccl.Success {
+		return r
+	}
+	return nccl.Result(state)
+}

@@ -355,6 +355,12 @@ int dc_real_comm_query(uintptr_t comm, int what, int* out) {
       return real.ncclCommUserRank((ncclComm_t)comm, out);
     case 2:
       return real.ncclCommCuDevice((ncclComm_t)comm, out);
+    case 3: {
+      ncclResult_t state = ncclSuccess;
+      int r = real.ncclCommGetAsyncError((ncclComm_t)comm, &state);
+      *out = state;
+      return r;
+    }
   }
   return ncclInvalidArgument;
 }

@@ -40,7 +40,7 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 
 // The real NCCL as the Go side uses it (forward.c).
 int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, uintptr_t stream);
-int dc_real_comm_query(uintptr_t comm, int what, int* out);  // what: 0 count, 1 user rank, 2 device
+int dc_real_comm_query(uintptr_t comm, int what, int* out);  // what: 0 count, 1 user rank, 2 device, 3 async error
 const char* dc_real_error(void);                             // why the real NCCL could not be loaded, or NULL
 int dc_real_version(int* v);
 

@@ -27,6 +27,18 @@ type fakeJob struct {
 	calls  []int               // per rank: all-gathers queued
 	// capturing makes every stream report a CUDA graph capture.
 	capturing bool
+	// nonblocking makes the all-gathers return InProgress and reach their
+	// stream only after the rank's second AsyncError, as a nonblocking
+	// communicator's do once NCCL has queued them.
+	nonblocking bool
+	deferred    map[int]*deferredOp // per rank: its all-gather not yet on its stream
+}
+
+type deferredOp struct {
+	stream uintptr
+	op     *fakeOp
+	part   []byte
+	polls  int
 }
 
 type fakeRound struct {
@@ -42,7 +54,7 @@ type fakeOp struct {
 
 func newFakeJob(world int) *fakeJob {
 	j := &fakeJob{world: world, mem: map[uintptr][]byte{}, next: 1 << 20, seq: make([]int, world),
-		queued: map[uintptr]*fakeOp{}, dead: map[int]bool{}, calls: make([]int, world)}
+		queued: map[uintptr]*fakeOp{}, dead: map[int]bool{}, calls: make([]int, world), deferred: map[int]*deferredOp{}}
 	j.cond = sync.NewCond(&j.mu)
 	return j
 }
@@ -71,8 +83,34 @@ func (f fakeRank) AllGather(h Handle, send, recv uintptr, n int, s uintptr) nccl
 		panic(fmt.Sprintf("round %d: rank %d gives %d bytes, another gave %d", k, f.r, n, rd.n))
 	}
 	rd.n = n
-	rd.parts[f.r] = append([]byte{}, j.mem[send][:n]...)
-	j.queued[s] = &fakeOp{round: rd, rank: f.r, recv: recv}
+	part := append([]byte{}, j.mem[send][:n]...)
+	op := &fakeOp{round: rd, rank: f.r, recv: recv}
+	if j.nonblocking {
+		j.deferred[f.r] = &deferredOp{stream: s, op: op, part: part, polls: 2}
+		return nccl.InProgress
+	}
+	rd.parts[f.r] = part
+	j.queued[s] = op
+	j.cond.Broadcast()
+	return nccl.Success
+}
+
+func (f fakeRank) AsyncError(Handle) nccl.Result {
+	j := f.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	d := j.deferred[f.r]
+	if d == nil {
+		return nccl.Success
+	}
+	if d.polls--; d.polls > 0 {
+		return nccl.InProgress
+	}
+	// Only now are the rank's bytes given: a read of the receive buffer
+	// before this sees none of the round.
+	d.op.round.parts[f.r] = d.part
+	j.queued[d.stream] = d.op
+	delete(j.deferred, f.r)
 	j.cond.Broadcast()
 	return nccl.Success
 }

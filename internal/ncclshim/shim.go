@@ -16,11 +16,15 @@ import (
 // The C boundary implements it over the real library's functions.
 type Real interface {
 	// AllGather queues NCCL's all-gather of n bytes from every rank of h
-	// on stream s (recv holds world*n bytes).
+	// on stream s (recv holds world*n bytes); InProgress when h is
+	// nonblocking and the queuing goes on (AsyncError says when it ends).
 	AllGather(h Handle, send, recv uintptr, n int, s uintptr) nccl.Result
 	CommCount(h Handle) (int, nccl.Result)
 	CommUserRank(h Handle) (int, nccl.Result)
 	CommCuDevice(h Handle) (int, nccl.Result)
+	// AsyncError is ncclCommGetAsyncError's state of h: InProgress while
+	// a nonblocking communicator is still queuing its last call.
+	AsyncError(h Handle) nccl.Result
 }
 
 // Collectives is what the shim needs of a detcoll communicator; a

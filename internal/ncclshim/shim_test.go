@@ -83,6 +83,22 @@ func TestSetupServes(t *testing.T) {
 	}
 }
 
+// TestSetupNonblocking: over a nonblocking communicator, whose all-gathers
+// return InProgress and reach their streams later, the setup waits for
+// each to be queued before it waits for its stream (an idle stream then
+// means nothing), and serves.
+func TestSetupNonblocking(t *testing.T) {
+	o := &fakeOpen{steps: 3}
+	j, shims := job(3, o.open, testSettings())
+	j.nonblocking = true
+	initAll(t, shims)
+	for r, s := range shims {
+		if st, why := stateOf(s, Handle(r+1)); st != served {
+			t.Errorf("rank %d: state %d (%s); want served", r, st, why)
+		}
+	}
+}
+
 // TestSetupFailureAgreed: one rank's Open fails, at its first round, in
 // the middle or after its last: every rank ends unserved with the failure
 // named, having made the same rounds (nobody waits for a round that no

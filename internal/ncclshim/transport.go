@@ -59,17 +59,28 @@ func (t *deviceTransport) allGather(ctx context.Context, send []byte) ([]byte, e
 	if err := t.dev.CopyIn(t.buf, send); err != nil {
 		return nil, err
 	}
-	if r := t.real.AllGather(t.h, t.buf, t.buf+uintptr(n), n, t.stream); r != nccl.Success {
+	r := t.real.AllGather(t.h, t.buf, t.buf+uintptr(n), n, t.stream)
+	if r != nccl.Success && r != nccl.InProgress {
 		return nil, fmt.Errorf("detcoll: the setup's ncclAllGather failed (%d)", r)
 	}
 	t.inflight = true
+	// A nonblocking communicator may still be queuing the all-gather: the
+	// stream is the round's only once NCCL says the queuing ended.
+	queued := r == nccl.Success
 	wait := pollTransport
 	for {
-		done, err := t.dev.Done(t.stream)
-		if err != nil {
+		if !queued {
+			switch r := t.real.AsyncError(t.h); r {
+			case nccl.Success:
+				queued = true
+				continue
+			case nccl.InProgress:
+			default:
+				return nil, fmt.Errorf("detcoll: the setup's ncclAllGather failed while queued (%d)", r)
+			}
+		} else if done, err := t.dev.Done(t.stream); err != nil {
 			return nil, err
-		}
-		if done {
+		} else if done {
 			break
 		}
 		select {
