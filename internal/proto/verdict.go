@@ -96,6 +96,11 @@ func Decide(w Wait, v View, own *base.Failure, expired bool) Verdict {
 			missing = append(missing, p)
 		}
 	}
+	if len(missing) == 0 {
+		// The words are live memory: the last one arrived since the
+		// first read. Progress wins (rule 1).
+		return Verdict{Outcome: Arrived}
+	}
 	return Verdict{Outcome: TimedOut, Failure: base.Failure{
 		Kind: base.FailureTimeout, Culprit: missing[0], Op: w.Op, Seq: w.Seq, Phase: w.Phase.String(), Missing: missing,
 	}}
