@@ -169,10 +169,6 @@ func spanLens(s []span) []int {
 	return n
 }
 
-// Overlap reports whether two byte slices share memory. Empty slices share
-// nothing.
-func Overlap(a, b []byte) bool { return hostSpan(a).overlaps(hostSpan(b)) }
-
 // overlaps reports whether two spans share memory. Empty spans share
 // nothing.
 func (a span) overlaps(b span) bool {

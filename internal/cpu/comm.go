@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -171,8 +172,11 @@ func (c *Comm) mapPeers(ctx context.Context, size int64) error {
 			continue
 		}
 		m, err := openSegment(d.name, size)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return c.echoOf(fmt.Errorf("map rank %d's segment: %w", p, err))
+		}
+		if err != nil {
+			return fmt.Errorf("map rank %d's segment: %w", p, err)
 		}
 		c.segs[p] = newSegment(m)
 	}

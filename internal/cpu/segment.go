@@ -23,6 +23,10 @@ const (
 	ctrlSize   = 4096 // keeps the payload page aligned
 )
 
+// The signature's slot holds proto's words: a longer signature fails to
+// compile here rather than overwrite offStaged.
+const _ = uint(offStaged - offSig - 8*proto.SignatureWords)
+
 // segment is one rank's mapped shared memory.
 type segment struct {
 	mem     []byte

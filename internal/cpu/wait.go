@@ -130,16 +130,17 @@ func (c *Comm) wait(k call, v *peers, target uint64, phase proto.Phase) error {
 			own = &f
 		}
 		expired := !time.Now().Before(k.deadline)
-		if k.ctx != nil && k.ctx.Err() != nil {
-			if !errors.Is(k.ctx.Err(), context.DeadlineExceeded) {
-				return base.Aborted(c.rank, fmt.Errorf("%v #%d: %w", k.op, k.seq, k.ctx.Err()))
-			}
+		var ctxErr error
+		if k.ctx != nil {
+			ctxErr = k.ctx.Err()
+		}
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			expired = true // the caller's deadline: a timeout like ours
 		}
 		verdict := proto.Decide(pw, v, own, expired)
 		switch verdict.Outcome {
 		case proto.Arrived:
-			return nil
+			return nil // even if the caller gave up meanwhile: progress wins
 		case proto.Failed:
 			if cause != nil {
 				return cause // ours, as recorded: an Abort keeps its cause
@@ -148,6 +149,9 @@ func (c *Comm) wait(k call, v *peers, target uint64, phase proto.Phase) error {
 		case proto.TimedOut:
 			verdict.Failure.After = time.Since(k.start).Round(time.Millisecond)
 			return verdict.Failure.Err()
+		}
+		if ctxErr != nil {
+			return base.Aborted(c.rank, fmt.Errorf("%v #%d: %w", k.op, k.seq, ctxErr))
 		}
 		for p := range c.world {
 			if p != c.rank && v.Word(p) < target {

@@ -1,5 +1,7 @@
 package cuda
 
+import "github.com/detcoll/detcoll/internal/proto"
+
 // The layout of a rank's buffer and of the host-mapped error record, and
 // the kernels' flags, modes and codes. They mirror the #defines of
 // kernels/collective.cu (layout_test.go checks that they agree).
@@ -13,7 +15,7 @@ const (
 	offReduced      = 256 // last sequence whose shard is summed in place
 	offStatus       = 384 // nonzero once the rank failed: statusWord
 	offSig          = 512 // the signature of the staged call, sigWords words
-	sigWords        = 8
+	sigWords        = 8   // at least proto.SignatureWords (checked below)
 	offClaim        = 640 // the first failing kernel claims the error record
 	offCountStage   = 768 // launch counters of the last-block pattern
 	offCountReduced = 832
@@ -118,3 +120,7 @@ type kernelArgs struct {
 	Rank, Flags, Mode, NWork uint32
 	Work                     [maxWork]work
 }
+
+// A longer proto signature fails to compile here rather than overrun the
+// signature slots.
+const _ = uint(sigWords - proto.SignatureWords)
