@@ -53,6 +53,8 @@ func TestBenchRefuses(t *testing.T) {
 		{"deterministic on cpu", []string{"--nccl-deterministic"}, `--nccl-deterministic: the reference is "none"`},
 		{"ranks", []string{"-n", "0"}, "-n must be at least 1"},
 		{"timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
+		{"negative hosts", []string{"--hosts", "-2"}, "--hosts -2"},
+		{"hosts on cuda", []string{"--backend", "cuda", "--hosts", "2"}, "--hosts 2: the cpu backend"},
 		{"unknown flag", []string{"--sizes", "1KiB"}, "-sizes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

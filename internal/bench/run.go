@@ -55,15 +55,15 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if cfg.Reference == report.ReferenceMPI && !mpiref.Built {
 		return fmt.Errorf("--reference mpi: %w; or use --reference none", mpiref.ErrNotBuilt)
 	}
-	if cfg.Hosts > 0 && (cfg.Backend != "cpu" || world%cfg.Hosts != 0) {
+	if cfg.Hosts < 0 || cfg.Hosts > 0 && (cfg.Backend != "cpu" || world%cfg.Hosts != 0) {
 		return configErrorf("--hosts %d: the cpu backend, and a divisor of the %d ranks", cfg.Hosts, world)
 	}
 	if !launched {
 		if cfg.Hosts > 0 {
-			return spawnMPI(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)
+			return mpiref.RunSelf(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)
 		}
 		if cfg.Reference == report.ReferenceMPI {
-			return spawnMPI(ctx, world, cfg.Args, os.Environ(), stdout, stderr)
+			return mpiref.RunSelf(ctx, world, cfg.Args, os.Environ(), stdout, stderr)
 		}
 		return launch.Self(ctx, world, cfg.Args, stdout, stderr)
 	}
@@ -74,23 +74,6 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return mpiRank(ctx, cfg, job, stdout, stderr)
 	}
 	return hostRank(ctx, cfg, job, nil, stdout, stderr)
-}
-
-// spawnMPI runs n local ranks of this program with args under mpirun.
-func spawnMPI(ctx context.Context, n int, args, env []string, stdout, stderr io.Writer) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find this program to start its ranks: %w", err)
-	}
-	cmd, err := mpiref.Command(ctx, n, exe, args, env)
-	if err != nil {
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("mpirun: %w", err)
-	}
-	return nil
 }
 
 // mpiRank is one rank of a cpu benchmark against Open MPI.

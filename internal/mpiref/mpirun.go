@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -76,4 +77,22 @@ func hasVar(env []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// RunSelf runs n ranks of this program with args and env under mpirun
+// (Command), their output to stdout and stderr.
+func RunSelf(ctx context.Context, n int, args, env []string, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find this program to start its ranks: %w", err)
+	}
+	cmd, err := Command(ctx, n, exe, args, env)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("mpirun: %w", err)
+	}
+	return nil
 }

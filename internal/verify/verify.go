@@ -76,6 +76,10 @@ func (cfg *Config) validate() error {
 		return bad("--sizes: no sizes")
 	case len(cfg.DTypes) == 0:
 		return bad("--dtype: no element types")
+	case cfg.Hosts < 0:
+		return bad("--hosts %d: want a number of hosts, or 0 for one", cfg.Hosts)
+	case cfg.Hosts > 0 && cfg.Backend != "cpu":
+		return bad("--hosts: the cpu backend only, for now")
 	}
 	for _, dt := range cfg.DTypes {
 		if !dt.Reducible() {
@@ -103,7 +107,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	acrossHosts := cfg.Hosts > 0 || os.Getenv(mpi.EnvVirtualHosts) != ""
 	switch {
 	case !launched && cfg.Hosts > 0:
-		return selfMPI(ctx, cfg, stdout, stderr)
+		if cfg.N%cfg.Hosts != 0 {
+			return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
+		}
+		env := append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts))
+		return mpiref.RunSelf(ctx, cfg.N, cfg.Args, env, stdout, stderr)
 	case !launched:
 		return launch.Self(ctx, cfg.N, cfg.Args, stdout, stderr)
 	}
@@ -118,28 +126,6 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		defer mpi.Finalize()
 	}
 	return hostRank(ctx, cfg, opts, stdout)
-}
-
-// selfMPI starts cfg.N ranks of this program under mpirun, as cfg.Hosts
-// virtual hosts.
-func selfMPI(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
-	if cfg.Backend != "cpu" {
-		return &ConfigError{fmt.Errorf("--hosts: the cpu backend only, for now")}
-	}
-	if cfg.N%cfg.Hosts != 0 {
-		return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	env := append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts))
-	cmd, err := mpiref.Command(ctx, cfg.N, exe, cfg.Args, env)
-	if err != nil {
-		return err
-	}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	return cmd.Run()
 }
 
 // hostRank is one rank of detcoll verify on the cpu backend.
