@@ -55,16 +55,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Grace:       *grace,
 		ReportGrace: *reportGrace,
 	})
-	var re *launch.RankError
 	var ce *launch.ConfigError
-	switch {
-	case errors.As(err, &re):
-		printOthers(stderr, "detcoll run", re)
-		return rankFailed{re}
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		return &usageError{err: ce.Err} // the field is an internal name: its error says it all
 	}
-	return err
+	return ranksFailed(stderr, "detcoll run", err)
 }
 
 // rankFailed words a rank's failure for the command line, "rank 2 failed
