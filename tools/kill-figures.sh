@@ -38,9 +38,11 @@ for w in $worlds; do
 			rc=0
 			"$detcoll" soak --backend "$backend" -n "$w" --seed "$i" --duration 1s --kill-during "$phase" \
 				--kill-rank-after "$a" --output "$j" > "$out/$phase-w$w-$i.log" 2>&1 || rc=$?
-			s=$(field slowest_ms "$j")
-			died=$(tr -d '\n ' < "$j" | grep -o '"during":"[a-z]*","phase":"[a-z]*"' | sed 's/.*"phase":"//; s/"//')
-			leaked=$(tr -d '\n ' < "$j" | grep -o '"leaked":\[[^]]*\]' | sed 's/"leaked"://')
+			# A failed run may leave no JSON, or one without these fields:
+			# it is counted (rc), not the end of the sweep.
+			s=$(field slowest_ms "$j" 2> /dev/null) || s=NA
+			died=$(tr -d '\n ' < "$j" 2> /dev/null | grep -o '"during":"[a-z]*","phase":"[a-z]*"' | sed 's/.*"phase":"//; s/"//') || died=NA
+			leaked=$(tr -d '\n ' < "$j" 2> /dev/null | grep -o '"leaked":\[[^]]*\]' | sed 's/"leaked"://') || leaked=NA
 			printf '%-6s %-3s %-5s %-6s %-4s %-10s %s %s\n' "$phase" "$w" "$i" "$a" "$rc" "$s" "$died" "$leaked"
 			echo "$s $rc" >> "$out/$phase-w$w.slowest"
 		done
@@ -53,7 +55,8 @@ for w in $worlds; do
 	for phase in open call close; do
 		f="$out/$phase-w$w.slowest"
 		failed=$(awk '$2 != 0' "$f" | wc -l)
+		# The median and max are over the runs that measured a time.
 		sort -g "$f" | awk -v p="$phase" -v w="$w" -v failed="$failed" \
-			'{v[NR]=$1} END {printf "%-6s %-3s %-5d %-8d %-12.2f %-12.2f\n", p, w, NR, failed, (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2), v[NR]}'
+			'$1 != "NA" {v[++n]=$1} END {printf "%-6s %-3s %-5d %-8d %-12.2f %-12.2f\n", p, w, NR, failed, (n%2 ? v[(n+1)/2] : (v[n/2]+v[n/2+1])/2), v[n]}'
 	done
 done
