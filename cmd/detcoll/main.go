@@ -9,9 +9,10 @@
 // progress and errors to stderr. The exit status is 0 on success, 1 on
 // failure and 2 for bad usage.
 //
-// It imports the tools' packages (the ones above, internal/report and
-// internal/version) and of the library only internal/num, for element types
-// by name; it must never reach a backend, the driver or the store itself,
+// It imports the tools' packages (the ones above, internal/report,
+// internal/version, and internal/mpiref, whose Built says whether bench's
+// default reference is Open MPI) and of the library only internal/num, for
+// element types by name; it must never reach a backend, the driver or the store itself,
 // only through a tool's Run. imports_test.go holds the library to importing
 // none of the tools.
 package main
