@@ -62,15 +62,15 @@ func Options(o detcoll.Options) (detcoll.Options, error) {
 	if ic.host, err = w.Split(rank/perHost, rank); err != nil {
 		return o, err
 	}
+	o.WorldSize, o.Rank, o.Hosts = size, rank, hosts
+	if hosts == 1 {
+		o.Rendezvous = ic.Host() // no rails: one host
+		return o, nil
+	}
 	if ic.rail, err = w.Split(rank%perHost, rank); err != nil {
 		return o, err
 	}
-	o.WorldSize, o.Rank, o.Hosts = size, rank, hosts
-	if hosts > 1 {
-		o.Interconnect = ic
-	} else {
-		o.Rendezvous = ic.Host()
-	}
+	o.Interconnect = ic
 	return o, nil
 }
 

@@ -52,7 +52,7 @@ func TestAcrossHosts(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	for _, l := range []struct{ hosts, perHost int }{{2, 2}, {2, 4}, {4, 2}, {3, 2}} {
+	for _, l := range []struct{ hosts, perHost int }{{2, 2}, {2, 4}, {4, 2}, {3, 2}, {1, 4}} {
 		t.Run(fmt.Sprintf("%dx%d", l.hosts, l.perHost), func(t *testing.T) {
 			w := l.hosts * l.perHost
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
