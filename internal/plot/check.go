@@ -43,7 +43,7 @@ func Check(req Request) error {
 		add("no operation")
 	}
 	all := append(slices.Clone(req.Before), req.After...)
-	for _, in := range all {
+	for _, in := range append(slices.Clone(all), req.Extra...) {
 		if err := in.Report.Validate(); err != nil {
 			add("%s: %v", in.Name, err)
 		}

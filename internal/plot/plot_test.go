@@ -256,3 +256,15 @@ func TestCheckExtra(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckExtraValidated: an extra reference is validated like the pair
+// (Read validates files; Check must too, for requests made in code).
+func TestCheckExtraValidated(t *testing.T) {
+	r := pair(spec{}, spec{})
+	bad := fake(spec{})
+	bad.SchemaVersion = 99
+	r.Extra = []Input{in("x.json", bad)}
+	if err := Check(r); err == nil || !strings.Contains(err.Error(), "x.json: report: schema version 99") {
+		t.Errorf("Check = %v; want it to refuse x.json's schema version", err)
+	}
+}
