@@ -170,6 +170,10 @@ func (c *Comm) release() {
 		c.mod.Unload()
 		c.mod = 0
 	}
+	if c.sums != nil {
+		c.sums.mod.Unload()
+		c.sums = nil
+	}
 	if c.ctx != 0 {
 		c.dev.PrimaryCtxRelease()
 		c.ctx = 0

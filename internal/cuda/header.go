@@ -37,6 +37,7 @@ func headerGroups() []struct {
 			{"DC_MAX_WORLD", maxWorld, "ranks: the missing-rank mask is one 64-bit word"},
 			{"DC_MAX_WORK", maxWork, "buffers per launch"},
 			{"DC_BLOCK", block, "threads per block of every launch"},
+			{"DC_MAX_LEAVES", maxLeaves, "hosts whose sums treesum.cu adds (internal/hier)"},
 		}},
 		{"Control block of a rank's buffer (bytes, layout.go).", []define{
 			{"DC_OFF_STAGE", offStage, ""},

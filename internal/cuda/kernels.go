@@ -8,12 +8,27 @@ import (
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 )
 
-//go:embed kernels/collective.cu
-var collectiveSource []byte
+var (
+	//go:embed kernels/ops.h
+	opsSource []byte
+	//go:embed kernels/collective.cu
+	collectiveSource []byte
+	//go:embed kernels/treesum.cu
+	treeSumSource []byte
+)
 
-// kernelSource is what NVRTC compiles: the generated header (header.go),
-// then collective.cu, whose lines keep their numbers in compile errors.
-var kernelSource = slices.Concat(kernelHeader(), []byte("#line 1 \"collective.cu\"\n"), collectiveSource)
+// kernelSource is what NVRTC compiles for the collectives: the generated
+// header (header.go), ops.h, then collective.cu, each file's lines keeping
+// their numbers in compile errors.
+var kernelSource = source("collective.cu", collectiveSource)
+
+// source is a kernel file as NVRTC compiles it: after the generated header
+// and ops.h, which it shares with every other kernel file (NVRTC is given
+// no include path: one text, so that the disk cache keys on all of it).
+func source(name string, text []byte) []byte {
+	return slices.Concat(kernelHeader(), []byte("#line 1 \"ops.h\"\n"), opsSource,
+		[]byte(fmt.Sprintf("#line 1 %q\n", name)), text)
+}
 
 // compileOptions are the NVRTC options of the kernels besides the
 // architecture: plain IEEE adds (no contraction into FMA, no flush to

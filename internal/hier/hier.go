@@ -78,6 +78,14 @@ type Comm struct {
 	sigs    []byte    // meet's gathered signatures, grown, reused
 	srcs    [][]byte  // hostSums' sources, reused
 	ranges  []span    // halve's ranges, reused
+
+	// Device calls (device.go), when the host's communicator is one.
+	dev      DeviceLocal
+	drail    DeviceRail
+	dscratch [numSlots]dbuf
+	dsrcs    []uint64 // hostArrays' addresses, reused
+	stagedAt uint64   // StageDevice's memory
+	last     uintptr  // the stream of the last device call
 }
 
 // New returns the communicator of cfg. G must be a power of two.
@@ -90,7 +98,26 @@ func New(cfg Config) (*Comm, error) {
 	if ex, ok := cfg.Rail.(Exchanger); ok && c.hosts > 1 && c.hosts&(c.hosts-1) == 0 {
 		c.ex = ex
 	}
+	if dev, ok := cfg.Local.(DeviceLocal); ok {
+		drail, ok := cfg.Rail.(DeviceRail)
+		if !ok {
+			return nil, base.Invalidf("a device communicator across hosts needs an interconnect that moves device memory (package nccl's); %T does not", cfg.Rail)
+		}
+		c.dev, c.drail = dev, drail
+		// The device path gathers rather than halves along the rail:
+		// for two hosts that is the same bytes.
+		c.ex = nil
+	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	if w, ok := cfg.Rail.(watched); ok {
+		go func() {
+			select {
+			case <-w.Done():
+				c.fail(w.Err())
+			case <-c.ctx.Done():
+			}
+		}()
+	}
 	return c, nil
 }
 
@@ -115,6 +142,9 @@ func (c *Comm) fail(err error) error {
 	if c.cause.CompareAndSwap(nil, &err) {
 		c.cancel(err)
 		c.local.Abort(err)
+		if a, ok := c.rail.(aborter); ok {
+			a.Abort(err) // its queued work must not spin on a host that is gone
+		}
 	}
 	return *c.cause.Load()
 }
@@ -133,8 +163,23 @@ func (c *Comm) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	if c.dev != nil && c.Err() == nil {
+		// The scratch must outlive the work queued on it; after a
+		// failure that work was aborted.
+		if err := c.dev.Synchronize(c.last); err != nil {
+			c.fail(err)
+		}
+	}
 	c.cancel(base.ErrClosed)
 	err := c.local.Close(ctx)
+	if c.dev != nil {
+		c.freeDevice()
+	}
+	if cl, ok := c.rail.(closer); ok {
+		if cerr := cl.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if ferr := c.Err(); ferr != nil {
 		return ferr
 	}
@@ -148,6 +193,9 @@ func (c *Comm) Stage(n int) ([]byte, error) {
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
 		return nil, err
+	}
+	if c.dev != nil {
+		return nil, base.Invalidf("Stage on a device communicator: its staging is StageDevice's")
 	}
 	if cap(c.staging) < n {
 		c.staging = num.AlignedBytes(n)
@@ -169,6 +217,9 @@ func (c *Comm) Do(req *base.Request) error {
 	defer c.mu.Unlock()
 	if err := c.usable(); err != nil {
 		return err
+	}
+	if c.dev != nil && req.Op != base.OpBarrier {
+		return c.local.Do(req) // which refuses host memory, saying why
 	}
 	if err := c.stage.CheckRequest(req); err != nil {
 		return err

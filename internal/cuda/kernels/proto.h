@@ -5,6 +5,7 @@
 #define DC_MAX_WORLD 64  // ranks: the missing-rank mask is one 64-bit word
 #define DC_MAX_WORK 8  // buffers per launch
 #define DC_BLOCK 512  // threads per block of every launch
+#define DC_MAX_LEAVES 256  // hosts whose sums treesum.cu adds (internal/hier)
 
 // Control block of a rank's buffer (bytes, layout.go).
 #define DC_OFF_STAGE 0

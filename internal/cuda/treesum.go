@@ -1,0 +1,159 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/num"
+)
+
+// What a call across hosts (internal/hier) needs of the host's cuda
+// communicator besides its collectives: scratch memory, stream-ordered
+// copies and T over the hosts' sums. Each method makes the communicator's
+// context current on a locked thread, as every call of the backend does.
+
+// maxLeaves is the most hosts whose sums treesum.cu adds: its parameter
+// holds one address per host.
+const maxLeaves = 256
+
+// treeSumArgs is treesum.cu's SumArgs.
+type treeSumArgs struct {
+	Dst, Count uint64
+	Src        [maxLeaves]uint64
+}
+
+// treeSums is the treesum.cu module of one number of hosts, built at the
+// first call that needs it.
+type treeSums struct {
+	leaves int
+	mod    driver.Module
+	fns    map[num.DType]driver.Function
+	args   *treeSumArgs // reused: see Comm.args
+}
+
+// Alloc returns n bytes of device memory on this rank's GPU.
+func (c *Comm) Alloc(n int) (uint64, error) {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return 0, err
+	}
+	defer runtime.UnlockOSThread()
+	p, err := driver.MemAlloc(max(n, 1))
+	return uint64(p), err
+}
+
+// Free releases memory from Alloc; the work that uses it must be done.
+func (c *Comm) Free(p uint64) error {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	return driver.MemFree(driver.DevicePtr(p))
+}
+
+// Copy queues a copy of n bytes on stream s.
+func (c *Comm) Copy(dst, src uint64, n int, s uintptr) error {
+	if n == 0 {
+		return nil
+	}
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	return driver.MemcpyDtoDAsync(driver.DevicePtr(dst), driver.DevicePtr(src), n, driver.Stream(s))
+}
+
+// Zero queues the clearing of n bytes on stream s.
+func (c *Comm) Zero(dst uint64, n int, s uintptr) error {
+	if n == 0 {
+		return nil
+	}
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	return driver.MemsetD8Async(driver.DevicePtr(dst), 0, n, driver.Stream(s))
+}
+
+// Capturing reports whether stream s is capturing a CUDA graph.
+func (c *Comm) Capturing(s uintptr) (bool, error) {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return false, err
+	}
+	defer runtime.UnlockOSThread()
+	return driver.Stream(s).Capturing()
+}
+
+// TreeSum queues on stream s the sum of len(srcs) arrays of n elements of
+// dt into dst, element by element, by T over the arrays in order (the
+// hosts' sums; treesum.cu). Every call of one communicator has the same
+// number of arrays, between 2 and maxLeaves.
+func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
+	if len(srcs) < 2 || len(srcs) > maxLeaves {
+		return base.Invalidf("cuda: T over %d hosts' sums: want 2 to %d", len(srcs), maxLeaves)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, err := c.treeSums(len(srcs))
+	if err != nil {
+		return err
+	}
+	f, ok := t.fns[dt]
+	if !ok {
+		return base.Invalidf("cuda: T over hosts' sums of %v: not a floating-point type", dt)
+	}
+	*t.args = treeSumArgs{Dst: dst, Count: uint64(n)}
+	copy(t.args.Src[:], srcs)
+	grid := uint32(min(c.plan.maxGrid, (n+block-1)/block))
+	return driver.LaunchStruct(f, driver.LaunchConfig{Grid: driver.Dim3{X: grid, Y: 1, Z: 1},
+		Block: driver.Dim3{X: block, Y: 1, Z: 1}, Stream: driver.Stream(s)}, t.args)
+}
+
+// treeSums returns the module for this many hosts, compiling it (or
+// finding it in the disk cache) the first time. c.mu is held, the
+// context current.
+func (c *Comm) treeSums(leaves int) (*treeSums, error) {
+	if c.sums != nil {
+		if c.sums.leaves != leaves {
+			return nil, fmt.Errorf("cuda: T over %d hosts' sums, after %d: one communicator has one number of hosts", leaves, c.sums.leaves)
+		}
+		return c.sums, nil
+	}
+	arch, err := c.dev.Arch()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(compileOptions(1, 64), fmt.Sprintf("-DDC_LEAVES=%d", leaves))
+	cubin, err := driver.BuildKernel(source("treesum.cu", treeSumSource), "treesum.cu", arch, opts)
+	if err != nil {
+		return nil, fmt.Errorf("compile treesum.cu for %s: %w", arch, err)
+	}
+	mod, err := driver.ModuleLoadData(cubin)
+	if err != nil {
+		return nil, err
+	}
+	t := &treeSums{leaves: leaves, mod: mod, fns: map[num.DType]driver.Function{}, args: new(treeSumArgs)}
+	for dt, name := range map[num.DType]string{num.BFloat16Type: "dc_treesum_bf16", num.Float16Type: "dc_treesum_f16",
+		num.Float32Type: "dc_treesum_f32", num.Float64Type: "dc_treesum_f64"} {
+		if t.fns[dt], err = mod.Function(name); err != nil {
+			mod.Unload()
+			return nil, err
+		}
+	}
+	c.sums = t
+	return t, nil
+}
