@@ -208,6 +208,17 @@ func (u *userRendezvous) Err() error {
 // (send to the rail's rank on host peer and receive len(recv) bytes from
 // it, at once) lets all-reduces over a power of two of hosts move the
 // bandwidth-optimal share between them.
+//
+// The cuda backend needs one that also moves device memory, queued on the
+// call's stream (package nccl's):
+//
+//	AllGatherDevice(send, recv uint64, n int, stream uintptr) error
+//
+// An Interconnect may also have Done() <-chan struct{} and Err() error (a
+// failure it learns of by itself fails the communicator), Abort(error)
+// (called when the communicator fails, to stop the work it queued) and
+// Close() error (called by Comm.Close, after the host's communicator
+// closed).
 type Interconnect interface {
 	// Host is the channel among this rank's host's ranks, for the setup
 	// of the host's communicator (its Open). If it is a FailureDetector

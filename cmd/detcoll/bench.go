@@ -66,7 +66,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		opNames[i] = string(op)
 	}
 	fs.IntVar(&cfg.N, "n", 2, "number of local ranks to start when not launched as a rank")
-	fs.IntVar(&cfg.Hosts, "hosts", 0, "run detcoll's ranks as this many hosts talking through Open MPI (a -tags mpi build)")
+	fs.IntVar(&cfg.Hosts, "hosts", 0, "run detcoll's ranks as this many virtual hosts: through Open MPI for cpu (a -tags mpi build), NCCL for cuda")
 	fs.StringVar(&cfg.Backend, "backend", "cpu", `backend: "cpu" or "cuda"`)
 	fs.StringVar(&dtype, "dtype", "", "element type: bfloat16, float16, float32 or float64 (default float32 on cpu, where Open MPI has no bfloat16; bfloat16 on cuda)")
 	fs.StringVar(&ops, "operations", strings.Join(opNames, ","), "operations to time")

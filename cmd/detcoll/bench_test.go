@@ -54,7 +54,7 @@ func TestBenchRefuses(t *testing.T) {
 		{"ranks", []string{"-n", "0"}, "-n must be at least 1"},
 		{"timeout", []string{"--timeout", "0s"}, "--timeout must be positive"},
 		{"negative hosts", []string{"--hosts", "-2"}, "--hosts -2"},
-		{"hosts on cuda", []string{"--backend", "cuda", "--hosts", "2"}, "--hosts 2: the cpu backend"},
+		{"hosts on cuda not dividing", []string{"--backend", "cuda", "-n", "3", "--hosts", "2", "--operations", "all_reduce"}, "--hosts 2: want a divisor of the 3 ranks"},
 		{"unknown flag", []string{"--sizes", "1KiB"}, "-sizes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

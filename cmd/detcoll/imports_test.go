@@ -25,7 +25,7 @@ var tools = []string{
 	"internal/ncclshim", "internal/plot", "internal/report", "internal/soak", "internal/verify",
 	"internal/version",
 	// Adapters a program imports to reach past one host.
-	"mpi",
+	"mpi", "nccl",
 	// The tests' and the GPU tools' helpers.
 	"internal/check", "internal/conformance", "internal/cuda/gputest", "internal/devmem",
 	"internal/ranktest", "internal/testseed",

@@ -37,7 +37,7 @@ func TestRunCommandLine(t *testing.T) {
 		{"run without program after --", []string{"run", "-n", "2", "--"}, 2, "", "", "no program to run"},
 		{"run zero grace", []string{"run", "-n", "2", "--grace", "0s", "true"}, 2, "", "", "--grace must be positive"},
 		{"verify negative hosts", []string{"verify", "--hosts", "-1"}, 2, "", "", "--hosts -1"},
-		{"verify hosts on cuda", []string{"verify", "--backend", "cuda", "--hosts", "2"}, 2, "", "", "--hosts: the cpu backend only"},
+		{"verify hosts on cuda not dividing", []string{"verify", "--backend", "cuda", "-n", "3", "--hosts", "2"}, 2, "", "", "--hosts 2: want a divisor of -n 3"},
 		{"verify hosts not dividing", []string{"verify", "-n", "3", "--hosts", "2"}, 2, "", "", "--hosts 2: want a divisor of -n 3"},
 		{"run program not found", []string{"run", "-n", "2", "--", "detcoll-no-such-program"}, 2, "", "", `program "detcoll-no-such-program" not found in $PATH`},
 	}

@@ -34,11 +34,13 @@ the 8-leaf tree).
 Started by itself it runs N local ranks (like detcoll run -n N); started by
 detcoll run, torchrun, mpirun or srun it is one of their ranks.
 
-With --hosts H (a build with -tags mpi) the ranks are H hosts of N/H ranks:
-each host's ranks talk through the backend, the hosts through Open MPI.
-Started by itself it runs the N ranks under mpirun, as H virtual hosts on
-this machine; under your own mpirun across machines, each machine's ranks
-are a host.`
+With --hosts H the ranks are H hosts of N/H ranks: each host's ranks talk
+through the backend, the hosts through Open MPI (cpu, a build with -tags
+mpi) or NCCL (cuda). Started by itself it runs the N ranks as H virtual
+hosts on this machine (cpu: under mpirun); under your own mpirun across
+machines, each machine's ranks are a host. For cuda, NCCL's transport is
+its choice: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 sends the virtual hosts'
+traffic through its network transport, as between machines.`
 
 // runVerify is "detcoll verify": its flags, then verify.Run.
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,7 +48,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg := verify.Config{Args: append([]string{"verify"}, args...)}
 	fs.IntVar(&cfg.N, "n", 2, "number of local ranks to start when not launched as a rank")
 	fs.StringVar(&cfg.Backend, "backend", "cpu", `backend: "cpu" or "cuda"`)
-	fs.IntVar(&cfg.Hosts, "hosts", 0, "run the ranks as this many hosts talking through Open MPI (a -tags mpi build; started by itself, under mpirun)")
+	fs.IntVar(&cfg.Hosts, "hosts", 0, "run the ranks as this many hosts: through Open MPI for cpu (a -tags mpi build; started by itself, under mpirun), NCCL for cuda")
 	dtypes := fs.String("dtype", "bfloat16,float16,float32,float64", "element types of the reductions")
 	sizes := fs.String("sizes", "4,200,8000,64KiB,1MiB,4MiB", "approximate input bytes per rank (the defaults straddle the cpu backend's thresholds)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the random inputs")

@@ -16,6 +16,7 @@ import (
 	"github.com/detcoll/detcoll/internal/mpiref"
 	"github.com/detcoll/detcoll/internal/report"
 	"github.com/detcoll/detcoll/mpi"
+	"github.com/detcoll/detcoll/nccl"
 )
 
 // Run is detcoll bench. Started by a launcher (jobenv.FromEnv finds a
@@ -55,10 +56,14 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if cfg.Reference == report.ReferenceMPI && !mpiref.Built {
 		return fmt.Errorf("--reference mpi: %w; or use --reference none", mpiref.ErrNotBuilt)
 	}
-	if cfg.Hosts < 0 || cfg.Hosts > 0 && (cfg.Backend != "cpu" || world%cfg.Hosts != 0) {
-		return configErrorf("--hosts %d: the cpu backend, and a divisor of the %d ranks", cfg.Hosts, world)
+	if cfg.Hosts < 0 || cfg.Hosts > 0 && world%cfg.Hosts != 0 {
+		return configErrorf("--hosts %d: want a divisor of the %d ranks", cfg.Hosts, world)
 	}
 	if !launched {
+		if cfg.Hosts > 0 && cfg.Backend == "cuda" {
+			// The rails go through NCCL: detcoll's own launcher starts the ranks.
+			return launch.SelfEnv(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", nccl.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)
+		}
 		if cfg.Hosts > 0 {
 			return mpiref.RunSelf(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)
 		}
@@ -162,8 +167,12 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, stdout, stderr io
 	}
 	// The coordinator gathers each row's samples: every mode, both sides.
 	coordCapacity := int64(len(cfg.Modes)*2*cfg.Iterations*8) + 4096
-	host, c, err := coord.Open(ctx, job, coordCapacity,
-		detcoll.Options{Backend: "cuda", Capacity: cfg.Capacity(), Timeout: cfg.Timeout})
+	var prepare func(context.Context, detcoll.Options) (detcoll.Options, error)
+	if os.Getenv(nccl.EnvVirtualHosts) != "" {
+		prepare = nccl.Options // the rails through NCCL, whose reference then runs on the same transport
+	}
+	host, c, err := coord.OpenWith(ctx, job, coordCapacity,
+		detcoll.Options{Backend: "cuda", Capacity: cfg.Capacity(), Timeout: cfg.Timeout}, prepare)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,15 @@ import (
 // stores cannot share a port. It is collective: every rank of job calls
 // it. On error nothing stays open.
 func Open(ctx context.Context, job jobenv.Job, capacity int64, opts detcoll.Options) (host, c *detcoll.Comm, err error) {
+	return OpenWith(ctx, job, capacity, opts, nil)
+}
+
+// OpenWith is Open with prepare applied to opts (its address set) before
+// the second communicator opens: nccl.Options, for one across hosts. The
+// cpu communicator beside it is of one machine: across hosts the tools run
+// virtual hosts.
+func OpenWith(ctx context.Context, job jobenv.Job, capacity int64, opts detcoll.Options,
+	prepare func(context.Context, detcoll.Options) (detcoll.Options, error)) (host, c *detcoll.Comm, err error) {
 	host, err = detcoll.Open(ctx, detcoll.Options{Backend: "cpu", Capacity: capacity, Timeout: opts.Timeout})
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the coordinating cpu communicator: %w", err)
@@ -49,6 +58,13 @@ func Open(ctx context.Context, job jobenv.Job, capacity int64, opts detcoll.Opti
 		return nil, nil, fmt.Errorf("pass on the %s communicator's address: %w", opts.Backend, err)
 	}
 	opts.Addr = net.JoinHostPort(name, strconv.FormatUint(binary.LittleEndian.Uint64(port[:]), 10))
+	if prepare != nil {
+		if opts, err = prepare(ctx, opts); err != nil {
+			host.Abort(err)
+			host.Close(ctx)
+			return nil, nil, err
+		}
+	}
 	c, err = detcoll.Open(ctx, opts)
 	if err != nil {
 		host.Abort(err)

@@ -21,7 +21,7 @@ typedef struct { char internal[128]; } dcn_uid;
 enum {
   DCN_GetVersion, DCN_GetUniqueId, DCN_CommInitRank, DCN_CommDestroy, DCN_CommAbort,
   DCN_AllReduce, DCN_ReduceScatter, DCN_AllGather, DCN_Broadcast, DCN_GroupStart,
-  DCN_GroupEnd, DCN_GetErrorString,
+  DCN_GroupEnd, DCN_GetErrorString, DCN_CommGetAsyncError,
   DCN_REQUIRED,
   DCN_GetLastError = DCN_REQUIRED,
   DCN_COUNT
@@ -30,7 +30,7 @@ enum {
 static const char* const dcn_names[DCN_COUNT] = {
   "ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclCommAbort",
   "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclGroupStart",
-  "ncclGroupEnd", "ncclGetErrorString", "ncclGetLastError",
+  "ncclGroupEnd", "ncclGetErrorString", "ncclCommGetAsyncError", "ncclGetLastError",
 };
 
 // Filled by Load (under its mutex) and read by the shims.
@@ -100,6 +100,10 @@ static dcn_result dcn_broadcast(unsigned long long send, unsigned long long recv
   return f ? f((const void*)(uintptr_t)send, (void*)(uintptr_t)recv, count, dt, root, comm, stream) : DCN_NOT_LOADED;
 }
 
+static dcn_result dcn_commGetAsyncError(uintptr_t comm, dcn_result* async) {
+  dcn_result (*f)(uintptr_t, dcn_result*) = (dcn_result (*)(uintptr_t, dcn_result*))dcn_slots[DCN_CommGetAsyncError];
+  return f ? f(comm, async) : DCN_NOT_LOADED;
+}
 // dcn_errorString and dcn_lastError return NULL when NCCL cannot say.
 static const char* dcn_errorString(dcn_result r) {
   const char* (*f)(dcn_result) = (const char* (*)(dcn_result))dcn_slots[DCN_GetErrorString];
@@ -243,6 +247,20 @@ func (c Comm) Destroy() error {
 func (c Comm) Abort() error {
 	if r := C.dcn_comm(C.DCN_CommAbort, C.uintptr_t(c)); r != 0 {
 		return ncclErr(r, 0, "ncclCommAbort", uintptr(c))
+	}
+	return nil
+}
+
+// AsyncError returns the error NCCL found in the communicator's work on
+// its own (a peer's connection lost, say), or nil; Result InProgress while
+// a nonblocking operation is still under way.
+func (c Comm) AsyncError() error {
+	var async C.dcn_result
+	if r := C.dcn_commGetAsyncError(C.uintptr_t(c), &async); r != 0 {
+		return ncclErr(r, 0, "ncclCommGetAsyncError", uintptr(c))
+	}
+	if async != 0 {
+		return ncclErr(async, c, "ncclCommGetAsyncError", uintptr(c))
 	}
 	return nil
 }

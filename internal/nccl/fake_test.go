@@ -45,6 +45,8 @@ int ncclCommInitRank(uintptr_t* comm, int n, uid id, int rank) {
 
 int ncclCommDestroy(uintptr_t c) { if (c != COMM) FAIL("destroy %#lx", (unsigned long)c); return 0; }
 int ncclCommAbort(uintptr_t c) { return c == COMM ? 0 : 5; }
+// A communicator other than COMM has lost a peer: ncclRemoteError (6).
+int ncclCommGetAsyncError(uintptr_t c, int* e) { *e = c == COMM ? 0 : 6; return 0; }
 
 int ncclAllReduce(const void* s, void* r, size_t n, int dt, int op, uintptr_t c, uintptr_t st) {
   if ((uintptr_t)s != 0x1110 || (uintptr_t)r != 0x2220 || n != 5 || dt != 7 || op != 2 || c != COMM || st != 0x3330)
@@ -166,6 +168,7 @@ func TestNCCLFakeChild(t *testing.T) {
 		"AllGather":     comm.AllGather(0x1112, 0x2222, 1<<33, Uint8, 0x3332),
 		"Broadcast":     comm.Broadcast(0x1113, 0x2223, 8, Int64, 1, 0x3333),
 		"GroupEnd":      GroupEnd(),
+		"AsyncError":    comm.AsyncError(),
 		"Abort":         comm.Abort(),
 		"Destroy":       comm.Destroy(),
 	} {
@@ -189,6 +192,9 @@ func TestNCCLFakeChild(t *testing.T) {
 		t.Errorf("CommInitRank with a wrong id = %v; want %q", err, want)
 	}
 	var r Result
+	if err := Comm(1).AsyncError(); !errors.As(err, &r) || r != 6 {
+		t.Errorf("AsyncError of a communicator that lost a peer = %v; want result 6", err)
+	}
 	if err := Comm(1).Abort(); !errors.As(err, &r) || r != InvalidUsage || !strings.Contains(err.Error(), "fake invalid usage") {
 		t.Errorf("Abort of a bad communicator = %v; want ncclInvalidUsage with NCCL's text", err)
 	}

@@ -41,6 +41,9 @@ func (c Comm) Destroy() error { return stub("nccl.Comm.Destroy") }
 // Abort always fails in this build.
 func (c Comm) Abort() error { return stub("nccl.Comm.Abort") }
 
+// AsyncError fails: no NCCL in this build.
+func (c Comm) AsyncError() error { return stub("nccl.Comm.AsyncError") }
+
 // AllReduce always fails in this build.
 func (c Comm) AllReduce(send, recv driver.DevicePtr, count int, dt DataType, op RedOp, s driver.Stream) error {
 	return stub("nccl.Comm.AllReduce")

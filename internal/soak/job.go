@@ -13,6 +13,7 @@ import (
 	"github.com/detcoll/detcoll/internal/coord"
 	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/nccl"
 )
 
 // DirVar names the directory where ranks started by the soak itself
@@ -168,7 +169,11 @@ func launched(ctx context.Context, job jobenv.Job, cfg Config, opts detcoll.Opti
 	if opts.Backend == "cuda" {
 		runtime.LockOSThread() // the soak keeps the GPU's context current on this thread
 		defer runtime.UnlockOSThread()
-		host, c, err = coord.Open(ctx, job, 64<<10, opts)
+		var prepare func(context.Context, detcoll.Options) (detcoll.Options, error)
+		if os.Getenv(nccl.EnvVirtualHosts) != "" {
+			prepare = nccl.Options // virtual hosts: the rails through NCCL
+		}
+		host, c, err = coord.OpenWith(ctx, job, 64<<10, opts, prepare)
 	} else {
 		c, err = detcoll.Open(ctx, opts)
 		host = c

@@ -31,6 +31,7 @@ import (
 	"github.com/detcoll/detcoll/internal/launch"
 	"github.com/detcoll/detcoll/internal/mpiref"
 	"github.com/detcoll/detcoll/mpi"
+	"github.com/detcoll/detcoll/nccl"
 )
 
 // Config is what to check, and how to start the ranks.
@@ -78,8 +79,6 @@ func (cfg *Config) validate() error {
 		return bad("--dtype: no element types")
 	case cfg.Hosts < 0:
 		return bad("--hosts %d: want a number of hosts, or 0 for one", cfg.Hosts)
-	case cfg.Hosts > 0 && cfg.Backend != "cpu":
-		return bad("--hosts: the cpu backend only, for now")
 	}
 	for _, dt := range cfg.DTypes {
 		if !dt.Reducible() {
@@ -111,13 +110,22 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
 		}
 		env := append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts))
+		if cfg.Backend == "cuda" {
+			// The hosts' traffic goes through NCCL, which needs no
+			// mpirun: detcoll's own launcher starts the ranks.
+			return launch.SelfEnv(ctx, cfg.N, cfg.Args, env, stdout, stderr)
+		}
 		return mpiref.RunSelf(ctx, cfg.N, cfg.Args, env, stdout, stderr)
 	case !launched:
 		return launch.Self(ctx, cfg.N, cfg.Args, stdout, stderr)
 	}
 	opts := detcoll.Options{Backend: cfg.Backend, Timeout: cfg.Timeout, Capacity: int64(slices.Max(cfg.Sizes)) + 4096}
 	if cfg.Backend == "cuda" {
-		return cudaRank(ctx, cfg, job, opts, stdout)
+		var prepare func(context.Context, detcoll.Options) (detcoll.Options, error)
+		if acrossHosts {
+			prepare = nccl.Options
+		}
+		return cudaRank(ctx, cfg, job, opts, prepare, stdout)
 	}
 	if acrossHosts {
 		if opts, err = mpi.Options(opts); err != nil {
@@ -154,8 +162,9 @@ func hostRank(ctx context.Context, cfg Config, opts detcoll.Options, stdout io.W
 // cudaRank is one rank of detcoll verify --backend cuda: the checks run on
 // a cuda communicator, beside a cpu one of the same ranks that agrees on
 // the rows (host calls) and runs the cross-backend calls.
-func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, opts detcoll.Options, stdout io.Writer) error {
-	host, c, err := coord.Open(ctx, job, max(opts.Capacity, 64<<10), opts)
+func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, opts detcoll.Options,
+	prepare func(context.Context, detcoll.Options) (detcoll.Options, error), stdout io.Writer) error {
+	host, c, err := coord.OpenWith(ctx, job, max(opts.Capacity, 64<<10), opts, prepare)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,52 @@
+// Package nccl runs a detcoll communicator of the cuda backend across
+// hosts over NCCL: the ranks of a host talk through detcoll's cuda backend
+// (CUDA IPC), the hosts through NCCL (detcoll.Options.Hosts,
+// detcoll.Interconnect). In a job started by detcoll run, torchrun or srun:
+//
+//	o, err := nccl.Options(ctx, detcoll.Options{Backend: "cuda"})
+//	c, err := detcoll.Open(ctx, o)
+//	... c.AllReduceDevice(...) ...
+//	c.Close(ctx) // closes the NCCL communicators too
+//
+// NCCL moves bytes only (its all-gather; its reductions are never used), so
+// the sums are detcoll's tree over all ranks, bit for bit the results of one
+// host of as many ranks (internal/hier: the schedule and why).
+//
+// # Hosts
+//
+// The ranks of a host must be numbered consecutively, with the same number
+// on every host, a power of two: the launcher's LOCAL_WORLD_SIZE, checked
+// against the ranks' host names. DETCOLL_VIRTUAL_HOSTS=H instead splits the
+// ranks into H hosts of consecutive ranks and gives each its own NCCL host
+// identity (NCCL_HOSTID), so that NCCL takes them for hosts of their own
+// and goes through its network transport: that is how one machine, even
+// one GPU, runs several hosts (with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1,
+// NCCL's socket transport over loopback).
+//
+// # Setup and failures
+//
+// The ranks meet at detcoll's rendezvous store (rank 0 hosts it at the
+// job's address, as Open does), which gives every rank of the world its
+// failure detector: a rank that fails or dies fails every rank's
+// communicator, on every host. Each rail (the ranks of one local rank, one
+// per host) has two NCCL communicators: one for the data, queued on the
+// caller's streams, and one for each call's signatures, which the hosts
+// compare on the host before anything is queued, so that a call on its own
+// never waits for earlier calls' GPU work. A lost peer (the store), an
+// NCCL asynchronous error or the communicator's Abort aborts both
+// (ncclCommAbort), so that no NCCL kernel spins on a host that is gone.
+// Every wait of the setup is bounded by Options.Timeout; ncclCommInitRank
+// itself cannot be interrupted, so a rank whose rail peer dies during it
+// returns at the timeout and leaves that thread behind.
+//
+// Calls across hosts cannot be captured into CUDA graphs (each meets the
+// other hosts on the host), and the rail gathers rather than halves: for two
+// hosts the same bytes, for H hosts (H-1) shares instead of 2(H-1)/H.
+//
+// # Imports
+//
+// It imports the root package, internal/base, internal/jobenv,
+// internal/store, internal/cuda/driver and internal/nccl (the dlopen
+// binding of NCCL). The library never imports it: a program that wants
+// the cuda backend across hosts does.
+package nccl

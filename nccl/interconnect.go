@@ -1,0 +1,325 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/cuda/driver"
+	ncclapi "github.com/detcoll/detcoll/internal/nccl"
+)
+
+// Interconnect is a detcoll.Interconnect over NCCL: this rank's rail (its
+// data and its signatures, two NCCL communicators) and the job's store
+// (the setup of the host's communicator, failures). detcoll.Open and
+// Comm.Close use it; a program only passes it on, in Options.
+type Interconnect struct {
+	m                    *member
+	hosts, host, perHost int
+	timeout              time.Duration
+	dev                  driver.Device
+	cuctx                driver.Context
+	data, ctrl           ncclapi.Comm
+	stream               driver.Stream    // the signatures' own (non-blocking)
+	buf                  driver.DevicePtr // the signatures': this rank's, then every host's
+	bufLen               int
+
+	mu sync.Mutex // one signature gather at a time
+
+	freeMu sync.Mutex // the comms are freed once: by an abort or by Close
+	freed  bool
+	cause  atomic.Pointer[error]
+	done   chan struct{} // closed at the first failure
+	stop   chan struct{} // ends the watcher
+	wg     sync.WaitGroup
+	closed sync.Once
+}
+
+// openRails sets up this rank's rail: NCCL and the driver loaded, the
+// rank's GPU's context, the rail's unique ids from the store and its two
+// communicators.
+func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, perHost int) (*Interconnect, error) {
+	if err := ncclapi.Load(); err != nil {
+		return nil, err
+	}
+	if err := driver.Load(); err != nil {
+		return nil, err
+	}
+	dev, err := driver.DeviceGet(o.Device)
+	if err != nil {
+		return nil, fmt.Errorf("%w: nccl: device %d: %w", base.ErrUnavailable, o.Device, err)
+	}
+	cuctx, err := dev.PrimaryCtxRetain()
+	if err != nil {
+		return nil, err
+	}
+	ic := &Interconnect{m: m, hosts: hosts, host: host, perHost: perHost, timeout: o.Timeout, dev: dev, cuctx: cuctx,
+		done: make(chan struct{}), stop: make(chan struct{})}
+	ids, err := railIDs(ctx, m, o.Rank, perHost, func() ([]byte, error) {
+		var b []byte
+		for range 2 {
+			id, err := ncclapi.GetUniqueID()
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, id[:]...)
+		}
+		return b, nil
+	})
+	if err != nil {
+		dev.PrimaryCtxRelease()
+		return nil, err
+	}
+	for i, c := range []*ncclapi.Comm{&ic.data, &ic.ctrl} {
+		var id ncclapi.UniqueID
+		copy(id[:], ids[i*idBytes:])
+		phase := fmt.Sprintf("ncclCommInitRank of the rail of local rank %d (%d hosts)", o.Rank%perHost, hosts)
+		err := bounded(ctx, phase, o.Timeout, func() error {
+			return ic.onDevice(func() error {
+				comm, err := ncclapi.CommInitRank(hosts, id, host)
+				*c = comm
+				return err
+			})
+		})
+		if err != nil {
+			ic.free()
+			dev.PrimaryCtxRelease()
+			return nil, err
+		}
+	}
+	if err := ic.onDevice(func() (err error) {
+		ic.stream, err = driver.StreamCreate(driver.StreamNonBlocking)
+		return err
+	}); err != nil {
+		ic.free()
+		dev.PrimaryCtxRelease()
+		return nil, err
+	}
+	ic.wg.Add(1)
+	go ic.watch()
+	return ic, nil
+}
+
+// onDevice runs f on a locked thread with the GPU's context current, as
+// NCCL and the driver need.
+func (ic *Interconnect) onDevice(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := ic.cuctx.SetCurrent(); err != nil {
+		return err
+	}
+	return f()
+}
+
+// Host is the setup channel of this rank's host: the store, seen from the
+// host's ranks.
+func (ic *Interconnect) Host() detcoll.Rendezvous {
+	return hostView{m: ic.m, first: ic.host * ic.perHost, n: ic.perHost}
+}
+
+// AllGather gathers len(send) bytes along the rail, through the
+// signatures' communicator and its own stream: it waits for nothing the
+// caller queued. It returns early with an error when ctx ends, aborting
+// the rail (its NCCL kernel would spin on).
+func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if err := ic.Err(); err != nil {
+		return err
+	}
+	n := len(send)
+	if n == 0 {
+		return nil
+	}
+	err := ic.onDevice(func() error {
+		if need := n * (1 + ic.hosts); ic.bufLen < need {
+			if ic.buf != 0 {
+				driver.MemFree(ic.buf)
+				ic.buf, ic.bufLen = 0, 0
+			}
+			p, err := driver.MemAlloc(need)
+			if err != nil {
+				return err
+			}
+			ic.buf, ic.bufLen = p, need
+		}
+		if err := driver.MemcpyHtoD(ic.buf, send); err != nil {
+			return err
+		}
+		return ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream)
+	})
+	if err != nil {
+		return ic.fail(fmt.Errorf("nccl: signatures along the rail: %w", err))
+	}
+	if err := ic.wait(ctx); err != nil {
+		return err
+	}
+	return ic.onDevice(func() error { return driver.MemcpyDtoH(recv[:n*ic.hosts], ic.buf+driver.DevicePtr(n)) })
+}
+
+// wait polls the signatures' stream until its gather is done, ctx ends or
+// the rail fails.
+func (ic *Interconnect) wait(ctx context.Context) error {
+	for spins := 0; ; spins++ {
+		var done bool
+		err := ic.onDevice(func() (err error) { done, err = ic.stream.Query(); return err })
+		switch {
+		case err != nil:
+			return ic.fail(fmt.Errorf("nccl: signatures along the rail: %w", err))
+		case done:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			ic.fail(fmt.Errorf("nccl: the rail's gather outlived its deadline: %w", ctx.Err()))
+			return ctx.Err()
+		case <-ic.done:
+			return ic.Err()
+		default:
+		}
+		// The other hosts are usually there already: spin a little, then
+		// let the thread go.
+		if spins < 1000 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// AllGatherDevice queues on stream s the gathering of n bytes at send from
+// every rank of the rail into recv, in host order: NCCL's all-gather on
+// the data communicator.
+func (ic *Interconnect) AllGatherDevice(send, recv uint64, n int, s uintptr) error {
+	if err := ic.Err(); err != nil {
+		return err
+	}
+	return ic.onDevice(func() error {
+		return ic.data.AllGather(driver.DevicePtr(send), driver.DevicePtr(recv), n, ncclapi.Uint8, driver.Stream(s))
+	})
+}
+
+// Done is closed when the rail failed: a lost or failed rank anywhere in
+// the job (the store), an NCCL asynchronous error, an abort.
+func (ic *Interconnect) Done() <-chan struct{} { return ic.done }
+
+// Err is the rail's failure, or nil.
+func (ic *Interconnect) Err() error {
+	if p := ic.cause.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Abort fails the rail with cause and aborts its NCCL communicators, so
+// that their kernels stop.
+func (ic *Interconnect) Abort(cause error) { ic.fail(cause) }
+
+// fail records err as the cause, unless one is, aborts the NCCL
+// communicators and returns the cause.
+func (ic *Interconnect) fail(err error) error {
+	if ic.cause.CompareAndSwap(nil, &err) {
+		close(ic.done)
+		ic.freeMu.Lock()
+		if !ic.freed {
+			ic.freed = true
+			ic.data.Abort()
+			ic.ctrl.Abort()
+		}
+		ic.freeMu.Unlock()
+	}
+	return ic.Err()
+}
+
+// watch turns what the store and NCCL learn of on their own into the
+// rail's failure.
+func (ic *Interconnect) watch() {
+	defer ic.wg.Done()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ic.stop:
+			return
+		case <-ic.m.client.Done():
+			ic.fail(publicError(ic.m.client.Err()))
+			return
+		case <-tick.C:
+			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
+				if err := c.AsyncError(); err != nil {
+					ic.fail(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", base.ErrPeerLost, ic.m.rank%ic.perHost, err))
+					return
+				}
+			}
+		}
+	}
+}
+
+// free destroys what openRails made, unless an abort did.
+func (ic *Interconnect) free() {
+	ic.freeMu.Lock()
+	defer ic.freeMu.Unlock()
+	if ic.freed {
+		return
+	}
+	ic.freed = true
+	ic.onDevice(func() error {
+		for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
+			if c != 0 {
+				c.Destroy()
+			}
+		}
+		return nil
+	})
+}
+
+// Close frees the rail and leaves the store. Comm.Close calls it, after
+// the host's communicator closed.
+func (ic *Interconnect) Close() error {
+	var err error
+	ic.closed.Do(func() {
+		close(ic.stop)
+		ic.wg.Wait()
+		ic.free()
+		ic.onDevice(func() error {
+			if ic.stream != 0 {
+				ic.stream.Destroy()
+			}
+			if ic.buf != 0 {
+				driver.MemFree(ic.buf)
+			}
+			return nil
+		})
+		ic.dev.PrimaryCtxRelease()
+		ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
+		defer cancel()
+		err = ic.m.leave(ctx)
+	})
+	return err
+}
+
+// hostView is the store as the ranks [first, first+n) of one host see it:
+// every rank of the job gathers under the same names (each host's
+// communicator runs the same setup), and each host keeps its own ranks'
+// values. A failure anywhere in the job is a failure here.
+type hostView struct {
+	m        *member
+	first, n int
+}
+
+func (v hostView) AllGather(ctx context.Context, name string, value []byte) ([][]byte, error) {
+	all, err := v.m.client.AllGather(ctx, "host/"+name, value)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	return all[v.first : v.first+v.n], nil
+}
+
+func (v hostView) Fail(reason string)    { v.m.client.Fail(reason) }
+func (v hostView) Done() <-chan struct{} { return v.m.client.Done() }
+func (v hostView) Err() error            { return publicError(v.m.client.Err()) }
