@@ -118,7 +118,11 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 // Synchronize waits for stream s and returns the failure, if any: the
 // host's or one the rail learnt of meanwhile.
 func (c *Comm) Synchronize(s uintptr) error {
-	if err := c.dev.Synchronize(s); err != nil {
+	err := c.dev.Synchronize(s)
+	if p := c.cause.Load(); p != nil {
+		return *p // the cause, not the host's echo of it (its abort)
+	}
+	if err != nil {
 		return err
 	}
 	return c.Err()
