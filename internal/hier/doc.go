@@ -39,6 +39,19 @@
 // of the buffer where one would do: simple, and fine for the small buffers
 // broadcast carries; a tree of Exchanges would move one.
 //
+// # Device memory
+//
+// When the host's communicator takes device memory (the cuda backend, a
+// DeviceLocal) the schedule is the same, queued on the call's stream
+// (device.go): the host's reduce-scatter, the rail's all-gather
+// (DeviceRail: NCCL's), T over the host sums by a kernel of the backend
+// (treesum.cu), the host's all-gather; with one rank per host the host's
+// calls are copies and are left out. The rail always gathers: (H-1) n/G
+// per rank and all-reduce, the optimum 2(H-1)/H n/G for two hosts, H/2
+// times it beyond. Each call first meets the other hosts on the host
+// (the signatures, through the rail's host AllGather), so such calls are
+// not captured into graphs.
+//
 // # Failures
 //
 // Each rail exchange first gathers the call's signature from every host,
