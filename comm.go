@@ -160,9 +160,6 @@ func openBackend(ctx context.Context, o Options, rank, world int, capacity int64
 // of an all-reduce to a multiple of G elements), and the schedule over the
 // hosts.
 func (c *Comm) openHosts(ctx context.Context, o Options, rdv base.Rendezvous) error {
-	if _, ok := o.Interconnect.(hier.DeviceRail); o.Backend == "cuda" && !ok {
-		return base.Invalidf("Options.Hosts %d with the cuda backend: the Interconnect must move device memory (package nccl's does; %T does not)", o.Hosts, o.Interconnect)
-	}
 	g := o.WorldSize / o.Hosts
 	local, _, err := openBackend(ctx, o, o.Rank%g, g, o.Capacity+int64(g)*8+base.StagingAlign, rdv)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/hier"
 	"github.com/detcoll/detcoll/internal/jobenv"
 )
 
@@ -139,6 +140,8 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Hosts %d: want a divisor of WorldSize %d", o.Hosts, o.WorldSize)
 	case o.Hosts > 1 && o.Interconnect == nil:
 		return base.Invalidf("Options.Hosts %d: several hosts need Options.Interconnect", o.Hosts)
+	case o.Hosts > 1 && o.Backend == "cuda" && !movesDeviceMemory(o.Interconnect):
+		return base.Invalidf("Options.Hosts %d with the cuda backend: the Interconnect must move device memory (package nccl's does; %T does not)", o.Hosts, o.Interconnect)
 	case o.Hosts > 1 && o.Rendezvous != nil:
 		return base.Invalidf("Options.Rendezvous with Hosts %d: across hosts the setup rides on Options.Interconnect; leave Rendezvous nil", o.Hosts)
 	case o.Hosts > 1:
@@ -151,4 +154,11 @@ func (o Options) validate() error {
 		return base.Invalidf("Options.Secret: no job secret for %d ranks (set it or DETCOLL_SECRET; detcoll run sets it)", o.WorldSize)
 	}
 	return nil
+}
+
+// movesDeviceMemory reports whether ic can carry the cuda backend's rails
+// (internal/hier's DeviceRail).
+func movesDeviceMemory(ic Interconnect) bool {
+	_, ok := ic.(hier.DeviceRail)
+	return ok
 }

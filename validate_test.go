@@ -243,6 +243,8 @@ func TestBadOptions(t *testing.T) {
 		{WorldSize: 2, Hosts: 4, Interconnect: noInterconnect{}},
 		{WorldSize: 4, Hosts: 2},
 		{WorldSize: 4, Hosts: 2, Interconnect: noInterconnect{}, Rendezvous: noInterconnect{}.Host()},
+		// cuda across hosts over an interconnect that moves no device memory
+		{Backend: "cuda", WorldSize: 4, Hosts: 2, Interconnect: noInterconnect{}},
 	} {
 		if _, err := detcoll.Open(ctx, o); !errors.Is(err, detcoll.ErrInvalid) {
 			t.Errorf("Open(%+v): got %v, want ErrInvalid", o, err)

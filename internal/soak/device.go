@@ -209,7 +209,7 @@ func (d *deviceExec) close() {
 // taken alike); 0 when that fails.
 func deviceFree(opts detcoll.Options) int64 {
 	ordinal := opts.Device
-	if ordinal <= 0 {
+	if ordinal <= 0 && opts.Hosts <= 1 { // across hosts package nccl has chosen it
 		ordinal = 0
 		if job, found, err := jobenv.FromEnv(os.Getenv); err == nil && found {
 			ordinal = job.LocalRank

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/nccl"
 )
 
 // closeTimeout bounds Close after a failure.
@@ -104,6 +105,15 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 	if opts.Backend == "cuda" {
 		runtime.LockOSThread() // RunComm's executor keeps the GPU's context current on this thread
 		defer runtime.UnlockOSThread()
+		if os.Getenv(nccl.EnvVirtualHosts) != "" {
+			// Virtual hosts: the rails through NCCL, set up before Open.
+			var err error
+			if opts, err = nccl.Options(ctx, opts); err != nil {
+				res.err, res.errAt, res.phase, res.Error = err, time.Now(), PhaseOpen, err.Error()
+				settled.Store(true)
+				return res
+			}
+		}
 		res.DeviceFreeBefore = deviceFree(opts)
 		defer func() { res.DeviceFreeAfter = deviceFree(opts) }()
 	}
