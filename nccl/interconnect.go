@@ -220,20 +220,25 @@ func (ic *Interconnect) Err() error {
 // that their kernels stop.
 func (ic *Interconnect) Abort(cause error) { ic.fail(cause) }
 
-// fail records err as the cause, unless one is, aborts the NCCL
-// communicators and returns the cause.
+// fail records err as the cause, unless one is, and aborts the NCCL
+// communicators first: whoever hears of the failure may free memory at
+// once, which waits for the device to go idle, and NCCL's kernels must be
+// stopped by then (a free waiting on them while ncclCommAbort waited on
+// the free hung a survivor of a kill).
 func (ic *Interconnect) fail(err error) error {
-	if ic.cause.CompareAndSwap(nil, &err) {
-		close(ic.done)
-		ic.freeMu.Lock()
-		if !ic.freed {
-			ic.freed = true
-			ic.data.Abort()
-			ic.ctrl.Abort()
-		}
-		ic.freeMu.Unlock()
+	ic.freeMu.Lock()
+	defer ic.freeMu.Unlock()
+	if p := ic.cause.Load(); p != nil {
+		return *p
 	}
-	return ic.Err()
+	if !ic.freed {
+		ic.freed = true
+		ic.data.Abort()
+		ic.ctrl.Abort()
+	}
+	ic.cause.Store(&err)
+	close(ic.done)
+	return err
 }
 
 // watch turns what the store and NCCL learn of on their own into the

@@ -174,6 +174,10 @@ func (c *Comm) release() {
 		c.sums.mod.Unload()
 		c.sums = nil
 	}
+	if c.fence != 0 {
+		c.fence.Destroy()
+		c.fence = 0
+	}
 	if c.ctx != 0 {
 		c.dev.PrimaryCtxRelease()
 		c.ctx = 0

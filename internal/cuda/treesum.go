@@ -80,6 +80,43 @@ func (c *Comm) Zero(dst uint64, n int, s uintptr) error {
 	return driver.MemsetD8Async(driver.DevicePtr(dst), 0, n, driver.Stream(s))
 }
 
+// Fence records, on stream s, the point a later WaitFence waits for: the
+// end of a call across hosts, whose scratch the next call reuses. An event
+// of the communicator's own, since the caller may destroy s meanwhile.
+func (c *Comm) Fence(s uintptr) error {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fence == 0 {
+		e, err := driver.EventCreate(driver.EventDisableTiming)
+		if err != nil {
+			return err
+		}
+		c.fence = e
+	}
+	return c.fence.Record(driver.Stream(s))
+}
+
+// WaitFence waits until the work queued before the last Fence is done.
+func (c *Comm) WaitFence() error {
+	if err := c.current(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	c.mu.Lock()
+	e := c.fence
+	c.mu.Unlock()
+	if e == 0 {
+		return nil
+	}
+	return e.Synchronize()
+}
+
 // Capturing reports whether stream s is capturing a CUDA graph.
 func (c *Comm) Capturing(s uintptr) (bool, error) {
 	if err := c.current(); err != nil {

@@ -22,6 +22,10 @@ type DeviceLocal interface {
 	Copy(dst, src uint64, n int, s uintptr) error
 	Zero(dst uint64, n int, s uintptr) error
 	Capturing(s uintptr) (bool, error)
+	// Fence records the end of the work queued on s so far; WaitFence
+	// waits for the last one (the caller may destroy s meanwhile).
+	Fence(s uintptr) error
+	WaitFence() error
 	// TreeSum queues dst = T over srcs, element by element (n elements).
 	TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error
 }
@@ -57,16 +61,16 @@ type dbuf struct {
 }
 
 // devBuf returns device scratch slot i with at least n bytes. A slot grows
-// only after the last call's stream drained: the calls of a communicator
-// are ordered (by one stream or the caller's events), so nothing queued
-// still uses the old memory then.
+// only after the last call's work is done (its fence): the calls of a
+// communicator are ordered (by one stream or the caller's events), so
+// nothing queued still uses the old memory then.
 func (c *Comm) devBuf(i, n int) (uint64, error) {
 	b := &c.dscratch[i]
 	if b.n >= n {
 		return b.addr, nil
 	}
 	if b.addr != 0 {
-		if err := c.dev.Synchronize(c.last); err != nil {
+		if err := c.dev.WaitFence(); err != nil {
 			return 0, err
 		}
 		if err := c.dev.Free(b.addr); err != nil {
@@ -118,12 +122,8 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 // Synchronize waits for stream s and returns the failure, if any: the
 // host's or one the rail learnt of meanwhile.
 func (c *Comm) Synchronize(s uintptr) error {
-	err := c.dev.Synchronize(s)
-	if p := c.cause.Load(); p != nil {
-		return *p // the cause, not the host's echo of it (its abort)
-	}
-	if err != nil {
-		return err
+	if err := c.dev.Synchronize(s); err != nil && c.local.Err() != nil {
+		c.fail(c.local.Err()) // the rail stops before the caller hears of it
 	}
 	return c.Err()
 }
@@ -189,7 +189,9 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	default:
 		err = fmt.Errorf("hier: %v is not a device collective", req.Op)
 	}
-	c.last = s
+	if err == nil {
+		err = c.dev.Fence(s)
+	}
 	if err != nil {
 		return c.fail(err)
 	}

@@ -85,7 +85,8 @@ type Comm struct {
 	dscratch [numSlots]dbuf
 	dsrcs    []uint64 // hostArrays' addresses, reused
 	stagedAt uint64   // StageDevice's memory
-	last     uintptr  // the stream of the last device call
+
+	failMu sync.Mutex // one fail at a time: see fail
 }
 
 // New returns the communicator of cfg. G must be a power of two.
@@ -121,12 +122,18 @@ func New(cfg Config) (*Comm, error) {
 	return c, nil
 }
 
-// Err is the communicator's failure, or nil.
+// Err is the communicator's failure, or nil. A failure of the host's
+// communicator that hier has not seen yet (it learnt of a lost peer by
+// itself) fails the communicator here, so that the rail is stopped before
+// the caller hears of it.
 func (c *Comm) Err() error {
 	if p := c.cause.Load(); p != nil {
 		return *p
 	}
-	return c.local.Err()
+	if err := c.local.Err(); err != nil {
+		return c.fail(err)
+	}
+	return nil
 }
 
 // Abort fails the communicator from any goroutine.
@@ -136,17 +143,25 @@ func (c *Comm) Abort(cause error) {
 }
 
 // fail records err as the cause, unless one is recorded, and aborts the
-// host's communicator with it, so that the local peers fail too.
+// host's communicator with it, so that the local peers fail too, then the
+// rail. The cause is published only after both: a caller that hears of
+// the failure may free memory at once, and the driver's implicit wait for
+// the device to go idle must not find a kernel still spinning (ours, or
+// NCCL's waiting for a host that is gone).
 func (c *Comm) fail(err error) error {
-	err = base.Canonical(err, c.rank())
-	if c.cause.CompareAndSwap(nil, &err) {
-		c.cancel(err)
-		c.local.Abort(err)
-		if a, ok := c.rail.(aborter); ok {
-			a.Abort(err) // its queued work must not spin on a host that is gone
-		}
+	c.failMu.Lock()
+	defer c.failMu.Unlock()
+	if p := c.cause.Load(); p != nil {
+		return *p
 	}
-	return *c.cause.Load()
+	err = base.Canonical(err, c.rank())
+	c.local.Abort(err) // first: our kernels stop at once; the rail's abort may wait for the device
+	if a, ok := c.rail.(aborter); ok {
+		a.Abort(err)
+	}
+	c.cause.Store(&err)
+	c.cancel(err)
+	return err
 }
 
 func (c *Comm) rank() int { return c.host*c.G + c.g }
@@ -166,7 +181,7 @@ func (c *Comm) Close(ctx context.Context) error {
 	if c.dev != nil && c.Err() == nil {
 		// The scratch must outlive the work queued on it; after a
 		// failure that work was aborted.
-		if err := c.dev.Synchronize(c.last); err != nil {
+		if err := c.dev.WaitFence(); err != nil {
 			c.fail(err)
 		}
 	}
