@@ -151,10 +151,18 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 		if err := driver.MemcpyHtoD(ic.buf, send); err != nil {
 			return err
 		}
+		ic.freeMu.Lock() // not during an abort: the communicator may be half gone
+		defer ic.freeMu.Unlock()
+		if ic.freed {
+			return nil // the cause follows
+		}
 		return ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream)
 	})
 	if err != nil {
-		return ic.fail(fmt.Errorf("nccl: signatures along the rail: %w", err))
+		return ic.failNCCL(fmt.Errorf("nccl: signatures along the rail: %w", err))
+	}
+	if err := ic.Err(); err != nil {
+		return err
 	}
 	if err := ic.wait(ctx); err != nil {
 		return err
@@ -170,7 +178,7 @@ func (ic *Interconnect) wait(ctx context.Context) error {
 		err := ic.onDevice(func() (err error) { done, err = ic.stream.Query(); return err })
 		switch {
 		case err != nil:
-			return ic.fail(fmt.Errorf("nccl: signatures along the rail: %w", err))
+			return ic.failNCCL(fmt.Errorf("nccl: signatures along the rail: %w", err))
 		case done:
 			return nil
 		}
@@ -199,9 +207,18 @@ func (ic *Interconnect) AllGatherDevice(send, recv uint64, n int, s uintptr) err
 	if err := ic.Err(); err != nil {
 		return err
 	}
-	return ic.onDevice(func() error {
+	err := ic.onDevice(func() error {
+		ic.freeMu.Lock() // not during an abort: the communicator may be half gone
+		defer ic.freeMu.Unlock()
+		if ic.freed {
+			return nil // the cause follows
+		}
 		return ic.data.AllGather(driver.DevicePtr(send), driver.DevicePtr(recv), n, ncclapi.Uint8, driver.Stream(s))
 	})
+	if err != nil {
+		return ic.failNCCL(fmt.Errorf("nccl: the rail's all-gather: %w", err))
+	}
+	return ic.Err()
 }
 
 // Done is closed when the rail failed: a lost or failed rank anywhere in
@@ -225,6 +242,11 @@ func (ic *Interconnect) Abort(cause error) { ic.fail(cause) }
 // once, which waits for the device to go idle, and NCCL's kernels must be
 // stopped by then (a free waiting on them while ncclCommAbort waited on
 // the free hung a survivor of a kill).
+//
+// ncclCommAbort itself is bounded, by abortWait: on one GPU shared by a
+// dying process it was seen not to return for seconds, and a failure must
+// reach the caller within the bound all the same (a free of device memory
+// may then wait for NCCL; nothing of detcoll's does).
 func (ic *Interconnect) fail(err error) error {
 	ic.freeMu.Lock()
 	defer ic.freeMu.Unlock()
@@ -233,13 +255,53 @@ func (ic *Interconnect) fail(err error) error {
 	}
 	if !ic.freed {
 		ic.freed = true
-		ic.data.Abort()
-		ic.ctrl.Abort()
+		aborted := make(chan struct{})
+		go func() {
+			ic.data.Abort()
+			ic.ctrl.Abort()
+			close(aborted)
+		}()
+		t := time.NewTimer(abortWait)
+		select {
+		case <-aborted:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	ic.cause.Store(&err)
 	close(ic.done)
 	return err
 }
+
+// abortWait bounds the wait for ncclCommAbort in fail.
+const abortWait = 2 * time.Second
+
+// failNCCL fails the rail with an error NCCL returned or reported.
+func (ic *Interconnect) failNCCL(err error) error { return ic.fail(ic.blame(err)) }
+
+// blame names the rank an NCCL error is about. NCCL says that the rail
+// broke, not who broke it; the store learns which process went away (its
+// connection drops when the process's sockets close, as NCCL's do), so it
+// gets a moment to say; else, with two hosts, the rail's other rank is
+// the one.
+func (ic *Interconnect) blame(err error) error {
+	t := time.NewTimer(blameWait)
+	defer t.Stop()
+	select {
+	case <-ic.m.client.Done():
+		return publicError(ic.m.client.Err())
+	case <-t.C:
+	}
+	if ic.hosts == 2 {
+		peer := (1-ic.host)*ic.perHost + ic.m.rank%ic.perHost
+		return &base.RankError{Rank: peer, Err: base.ErrPeerLost,
+			Reason: fmt.Sprintf("the rail of local rank %d broke, seen by rank %d: %v", ic.m.rank%ic.perHost, ic.m.rank, err)}
+	}
+	return err
+}
+
+// blameWait bounds blame's wait for the store.
+const blameWait = 500 * time.Millisecond
 
 // watch turns what the store and NCCL learn of on their own into the
 // rail's failure.
@@ -257,7 +319,7 @@ func (ic *Interconnect) watch() {
 		case <-tick.C:
 			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
 				if err := c.AsyncError(); err != nil {
-					ic.fail(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", base.ErrPeerLost, ic.m.rank%ic.perHost, err))
+					ic.failNCCL(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", base.ErrPeerLost, ic.m.rank%ic.perHost, err))
 					return
 				}
 			}

@@ -134,7 +134,7 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		time.AfterFunc(kill.After, killNow)
 	}
 	run, runErr := runOn(ctx, c, cfg, pl, progress)
-	run.DeviceFreeBefore = res.DeviceFreeBefore
+	run.DeviceFreeBefore, run.Hosts = res.DeviceFreeBefore, opts.Hosts
 	*res = *run
 	if runErr != nil && res.err == nil { // refused before any call
 		res.err, res.errAt, res.phase, res.Error = runErr, time.Now(), PhaseCall, runErr.Error()

@@ -36,6 +36,7 @@ type RankResult struct {
 	Survivor *Survivor `json:"survivor,omitempty"`
 	// DeviceFree* are the GPU's free bytes (cuda) before Open and after
 	// Close of the communicator; 0 on the cpu backend.
+	Hosts            int   `json:"hosts,omitempty"` // across hosts: their number (package nccl)
 	DeviceFreeBefore int64 `json:"device_free_before"`
 	DeviceFreeAfter  int64 `json:"device_free_after"`
 
