@@ -21,6 +21,8 @@
 // module. The library (the root
 // package, internal/cuda, internal/cpu and what they import) must never
 // import it: a machine without NCCL must lose nothing but the reference.
+// Its users are the tools and package nccl, the adapter a program imports
+// to run the cuda backend across hosts.
 //
 // # Threads
 //
