@@ -85,8 +85,20 @@ func (c *Comm) do1(op base.Op, dt DType, root int, in, out []byte, n int) error 
 // returns when every rank has joined and mapped every peer's staging memory,
 // or with an error when ctx or opts.Timeout ends first, a rank fails, or
 // opts are invalid.
-// Rank 0 hosts the rendezvous store at opts.Addr.
+// Rank 0 hosts the rendezvous store at opts.Addr. Across hosts Open owns
+// opts.Interconnect: a failed Open closes it (if it has a Close method),
+// as Comm.Close does.
 func Open(ctx context.Context, opts Options) (*Comm, error) {
+	c, err := open(ctx, opts)
+	if err != nil && opts.Hosts > 1 {
+		if cl, ok := opts.Interconnect.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+	}
+	return c, err
+}
+
+func open(ctx context.Context, opts Options) (*Comm, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err

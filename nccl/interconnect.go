@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -29,21 +30,23 @@ type Interconnect struct {
 	buf                  driver.DevicePtr // the signatures': this rank's, then every host's
 	bufLen               int
 
-	mu sync.Mutex // one signature gather at a time
+	mu sync.Mutex // one signature gather at a time; guards stream's use, buf and bufLen
 
-	freeMu sync.Mutex // the comms are freed once: by an abort or by Close
-	freed  bool
-	cause  atomic.Pointer[error]
-	done   chan struct{} // closed at the first failure
-	stop   chan struct{} // ends the watcher
-	wg     sync.WaitGroup
-	closed sync.Once
+	freeMu   sync.Mutex // the comms are freed once: by an abort or by Close; guards freed, aborted
+	freed    bool
+	aborted  chan struct{} // closed when the abort fail started has returned; nil if none
+	stopping atomic.Bool   // a failure is being recorded: no call may touch the comms
+	cause    atomic.Pointer[error]
+	done     chan struct{} // closed at the first failure
+	stop     chan struct{} // ends the watcher
+	wg       sync.WaitGroup
+	closed   sync.Once
 }
 
 // openRails sets up this rank's rail: NCCL and the driver loaded, the
 // rank's GPU's context, the rail's unique ids from the store and its two
-// communicators.
-func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, perHost int) (*Interconnect, error) {
+// communicators. On error it undoes what it did.
+func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, perHost int) (_ *Interconnect, err error) {
 	if err := ncclapi.Load(); err != nil {
 		return nil, err
 	}
@@ -52,14 +55,23 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 	}
 	dev, err := driver.DeviceGet(o.Device)
 	if err != nil {
+		driver.Unload()
 		return nil, fmt.Errorf("%w: nccl: device %d: %w", base.ErrUnavailable, o.Device, err)
 	}
 	cuctx, err := dev.PrimaryCtxRetain()
 	if err != nil {
+		driver.Unload()
 		return nil, err
 	}
 	ic := &Interconnect{m: m, hosts: hosts, host: host, perHost: perHost, timeout: o.Timeout, dev: dev, cuctx: cuctx,
 		done: make(chan struct{}), stop: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			ic.abortAll() // a half-built rail: its peers may never come
+			dev.PrimaryCtxRelease()
+			driver.Unload()
+		}
+	}()
 	ids, err := railIDs(ctx, m, o.Rank, perHost, func() ([]byte, error) {
 		var b []byte
 		for range 2 {
@@ -72,23 +84,12 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 		return b, nil
 	})
 	if err != nil {
-		dev.PrimaryCtxRelease()
 		return nil, err
 	}
 	for i, c := range []*ncclapi.Comm{&ic.data, &ic.ctrl} {
 		var id ncclapi.UniqueID
 		copy(id[:], ids[i*idBytes:])
-		phase := fmt.Sprintf("ncclCommInitRank of the rail of local rank %d (%d hosts)", o.Rank%perHost, hosts)
-		err := bounded(ctx, phase, o.Timeout, func() error {
-			return ic.onDevice(func() error {
-				comm, err := ncclapi.CommInitRank(hosts, id, host)
-				*c = comm
-				return err
-			})
-		})
-		if err != nil {
-			ic.free()
-			dev.PrimaryCtxRelease()
+		if *c, err = ic.initComm(ctx, m, id, o.Rank%perHost); err != nil {
 			return nil, err
 		}
 	}
@@ -96,13 +97,53 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 		ic.stream, err = driver.StreamCreate(driver.StreamNonBlocking)
 		return err
 	}); err != nil {
-		ic.free()
-		dev.PrimaryCtxRelease()
 		return nil, err
 	}
 	ic.wg.Add(1)
 	go ic.watch()
 	return ic, nil
+}
+
+// initComm is ncclCommInitRank of one of the rail's communicators, which
+// waits for every rank of the rail and cannot be interrupted: it runs on a
+// goroutine of its own, and the wait for it ends at ctx's end or when a
+// rank fails (the store). A communicator that comes up after that is
+// aborted as it arrives.
+func (ic *Interconnect) initComm(ctx context.Context, m *member, id ncclapi.UniqueID, g int) (ncclapi.Comm, error) {
+	type result struct {
+		comm ncclapi.Comm
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = ic.onDevice(func() (err error) {
+			r.comm, err = ncclapi.CommInitRank(ic.hosts, id, ic.host)
+			return err
+		})
+		ch <- r
+	}()
+	late := func() {
+		go func() {
+			if r := <-ch; r.err == nil {
+				ic.onDevice(r.comm.Abort)
+			}
+		}()
+	}
+	select {
+	case r := <-ch:
+		return r.comm, r.err
+	case <-m.client.Done():
+		late()
+		return 0, publicError(m.client.Err())
+	case <-ctx.Done():
+		late()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return 0, ctx.Err()
+		}
+		return 0, &base.TimeoutError{Op: base.OpOpen, After: ic.timeout,
+			Phase: fmt.Sprintf("ncclCommInitRank of the rail of local rank %d (%d hosts)", g, ic.hosts)}
+	}
 }
 
 // onDevice runs f on a locked thread with the GPU's context current, as
@@ -123,19 +164,22 @@ func (ic *Interconnect) Host() detcoll.Rendezvous {
 }
 
 // AllGather gathers len(send) bytes along the rail, through the
-// signatures' communicator and its own stream: it waits for nothing the
-// caller queued. It returns early with an error when ctx ends, aborting
-// the rail (its NCCL kernel would spin on).
+// signatures' communicator and its own stream. (Its copies to and from the
+// GPU are synchronous, on the legacy stream: a caller's work on blocking
+// streams is waited for; on non-blocking ones it is not.) It returns early
+// with an error when ctx ends; the communicator's failure then aborts the
+// rail (hier).
 func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error {
 	ic.mu.Lock()
 	defer ic.mu.Unlock()
-	if err := ic.Err(); err != nil {
+	if err := ic.usable(); err != nil {
 		return err
 	}
 	n := len(send)
 	if n == 0 {
 		return nil
 	}
+	var ncclErr error
 	err := ic.onDevice(func() error {
 		if need := n * (1 + ic.hosts); ic.bufLen < need {
 			if ic.buf != 0 {
@@ -151,24 +195,47 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 		if err := driver.MemcpyHtoD(ic.buf, send); err != nil {
 			return err
 		}
-		return ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream)
+		ncclErr = ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream)
+		return nil
 	})
-	if err != nil {
-		return ic.failNCCL(fmt.Errorf("nccl: signatures along the rail: %w", err))
-	}
-	if err := ic.Err(); err != nil {
-		return err
+	switch {
+	case err != nil: // this rank's GPU, not the rail
+		return ic.fail(fmt.Errorf("nccl: signatures along the rail: %w", err))
+	case ncclErr != nil:
+		return ic.failNCCL(fmt.Errorf("nccl: signatures along the rail: %w", ncclErr))
 	}
 	if err := ic.wait(ctx); err != nil {
 		return err
 	}
+	if err := ic.usable(); err != nil {
+		return err // an abort may have ended the gather early: its bytes are not the peers'
+	}
 	return ic.onDevice(func() error { return driver.MemcpyDtoH(recv[:n*ic.hosts], ic.buf+driver.DevicePtr(n)) })
 }
+
+// usable is the rail's failure, or errAborting while one is being
+// recorded (its communicators are being aborted: no call may touch them).
+func (ic *Interconnect) usable() error {
+	if err := ic.Err(); err != nil {
+		return err
+	}
+	if ic.stopping.Load() {
+		return errAborting
+	}
+	return nil
+}
+
+// errAborting is what a call gets in the moment between a failure and its
+// cause being recorded.
+var errAborting = fmt.Errorf("%w: nccl: the rail is being aborted", base.ErrPeerLost)
 
 // wait polls the signatures' stream until its gather is done, ctx ends or
 // the rail fails.
 func (ic *Interconnect) wait(ctx context.Context) error {
 	for spins := 0; ; spins++ {
+		if err := ic.usable(); err != nil {
+			return err
+		}
 		var done bool
 		err := ic.onDevice(func() (err error) { done, err = ic.stream.Query(); return err })
 		switch {
@@ -179,7 +246,8 @@ func (ic *Interconnect) wait(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			ic.fail(fmt.Errorf("nccl: the rail's gather outlived its deadline: %w", ctx.Err()))
+			// hier turns this into its timeout (or its cause) and aborts
+			// the rail: failing here would race it with a vaguer cause.
 			return ctx.Err()
 		case <-ic.done:
 			return ic.Err()
@@ -199,17 +267,21 @@ func (ic *Interconnect) wait(ctx context.Context) error {
 // every rank of the rail into recv, in host order: NCCL's all-gather on
 // the data communicator.
 func (ic *Interconnect) AllGatherDevice(send, recv uint64, n int, s uintptr) error {
-	if err := ic.Err(); err != nil {
+	if err := ic.usable(); err != nil {
 		return err
 	}
-	err := ic.onDevice(func() error {
-		// No lock against fail here: an NCCL call may block (on a peer
-		// that is gone), and ncclCommAbort from another thread is what
-		// ends it (run 11 hung with one).
-		return ic.data.AllGather(driver.DevicePtr(send), driver.DevicePtr(recv), n, ncclapi.Uint8, driver.Stream(s))
-	})
-	if err != nil {
-		return ic.failNCCL(fmt.Errorf("nccl: the rail's all-gather: %w", err))
+	var ncclErr error
+	// No lock against fail here: an NCCL call may block (on a peer that is
+	// gone), and ncclCommAbort from another thread is what ends it (run 11
+	// hung with one).
+	if err := ic.onDevice(func() error {
+		ncclErr = ic.data.AllGather(driver.DevicePtr(send), driver.DevicePtr(recv), n, ncclapi.Uint8, driver.Stream(s))
+		return nil
+	}); err != nil {
+		return ic.fail(fmt.Errorf("nccl: the rail's all-gather: %w", err))
+	}
+	if ncclErr != nil {
+		return ic.failNCCL(fmt.Errorf("nccl: the rail's all-gather: %w", ncclErr))
 	}
 	return ic.Err()
 }
@@ -246,17 +318,17 @@ func (ic *Interconnect) fail(err error) error {
 	if p := ic.cause.Load(); p != nil {
 		return *p
 	}
+	ic.stopping.Store(true) // from now on no call touches the communicators
 	if !ic.freed {
 		ic.freed = true
-		aborted := make(chan struct{})
+		ic.aborted = make(chan struct{})
 		go func() {
-			ic.data.Abort()
-			ic.ctrl.Abort()
-			close(aborted)
+			ic.abortAll()
+			close(ic.aborted)
 		}()
 		t := time.NewTimer(abortWait)
 		select {
-		case <-aborted:
+		case <-ic.aborted:
 		case <-t.C:
 		}
 		t.Stop()
@@ -264,6 +336,19 @@ func (ic *Interconnect) fail(err error) error {
 	ic.cause.Store(&err)
 	close(ic.done)
 	return err
+}
+
+// abortAll aborts both communicators, on a thread with the GPU's context
+// current, as NCCL's calls need.
+func (ic *Interconnect) abortAll() {
+	ic.onDevice(func() error {
+		for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
+			if c != 0 {
+				c.Abort()
+			}
+		}
+		return nil
+	})
 }
 
 // abortWait bounds the wait for ncclCommAbort in fail.
@@ -310,6 +395,9 @@ func (ic *Interconnect) watch() {
 			ic.fail(publicError(ic.m.client.Err()))
 			return
 		case <-tick.C:
+			if ic.stopping.Load() {
+				return
+			}
 			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
 				if err := c.AsyncError(); err != nil {
 					ic.failNCCL(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", base.ErrPeerLost, ic.m.rank%ic.perHost, err))
@@ -317,6 +405,22 @@ func (ic *Interconnect) watch() {
 				}
 			}
 		}
+	}
+}
+
+// abortDone reports whether no abort is running, waiting up to d for one.
+func (ic *Interconnect) abortDone(d time.Duration) bool {
+	ic.freeMu.Lock()
+	aborted := ic.aborted
+	ic.freeMu.Unlock()
+	if aborted == nil {
+		return true
+	}
+	select {
+	case <-aborted:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -346,6 +450,16 @@ func (ic *Interconnect) Close() error {
 		close(ic.stop)
 		ic.wg.Wait()
 		ic.free()
+		if !ic.abortDone(abortWait) {
+			// NCCL may still use the stream and the buffer: leave them,
+			// and the context, to the process's end rather than pull
+			// them from under it.
+			err = fmt.Errorf("nccl: ncclCommAbort has not returned; its stream, buffer and context are left")
+			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
+			defer cancel()
+			ic.m.leave(ctx)
+			return
+		}
 		ic.onDevice(func() error {
 			if ic.stream != 0 {
 				ic.stream.Destroy()
@@ -356,6 +470,7 @@ func (ic *Interconnect) Close() error {
 			return nil
 		})
 		ic.dev.PrimaryCtxRelease()
+		driver.Unload()
 		ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
 		defer cancel()
 		err = ic.m.leave(ctx)

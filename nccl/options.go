@@ -2,7 +2,6 @@ package nccl
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -24,14 +23,15 @@ const EnvVirtualHosts = "DETCOLL_VIRTUAL_HOSTS"
 // filled in from the launcher's environment where o leaves them unset (as
 // Open does). It is collective: every rank of the job calls it, and it
 // returns when every rail's NCCL communicators are up, or with an error
-// when ctx or o.Timeout ends first or a rank fails. With one host it
-// returns o unchanged but for the backend: Open needs no rails then.
+// when ctx or o.Timeout ends first or a rank fails. With one host it sets
+// no Hosts and no Interconnect: Open needs no rails then. Open owns the
+// Interconnect it returns (Comm.Close, or a failed Open, closes it).
 func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	o.Backend = "cuda"
 	if o.Timeout == 0 {
 		o.Timeout = detcoll.DefaultTimeout
 	}
-	localWorld := 0
+	localWorld, localRank := 0, -1
 	if o.WorldSize == 0 {
 		job, found, err := jobenv.FromEnv(os.Getenv)
 		if err != nil {
@@ -40,7 +40,7 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 		if !found {
 			return o, base.Invalidf("nccl: no launcher's environment (RANK, WORLD_SIZE, ...): start the job with detcoll run, torchrun or srun, or set Options.WorldSize, Rank and Addr")
 		}
-		o.WorldSize, o.Rank, localWorld = job.World, job.Rank, job.LocalWorld
+		o.WorldSize, o.Rank, localWorld, localRank = job.World, job.Rank, job.LocalWorld, job.LocalRank
 		if o.Addr == "" {
 			o.Addr = job.Addr
 		}
@@ -55,13 +55,23 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	if err != nil {
 		return o, err
 	}
+	if o.Device == 0 || o.Device == -1 {
+		// Open would take the local rank from the launcher, but with
+		// WorldSize filled in here it no longer reads the launcher.
+		switch {
+		case perHost < o.WorldSize:
+			o.Device = o.Rank % perHost
+		case localRank >= 0:
+			o.Device = localRank
+		}
+	}
 	if perHost == o.WorldSize {
 		return o, nil // one host
 	}
-	hosts, host := o.WorldSize/perHost, o.Rank/perHost
-	if o.Device == 0 || o.Device == -1 {
-		o.Device = o.Rank % perHost
+	if perHost&(perHost-1) != 0 {
+		return o, base.Invalidf("nccl: %d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees", perHost)
 	}
+	hosts, host := o.WorldSize/perHost, o.Rank/perHost
 	if virtual && os.Getenv("NCCL_HOSTID") == "" {
 		// NCCL tells hosts apart by this (its host hash): a virtual host
 		// of its own makes NCCL connect the rail through its network
@@ -147,9 +157,15 @@ func join(ctx context.Context, o detcoll.Options) (*member, error) {
 func (m *member) fail(ctx context.Context, err error) error {
 	err = base.Canonical(err, m.rank)
 	m.client.Fail(base.FailureOf(err, m.rank).Encode())
+	// The setup's ctx may be over: the goodbye gets a moment of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
 	m.leave(ctx)
 	return err
 }
+
+// leaveTimeout bounds leaving the store after a failed setup.
+const leaveTimeout = 2 * time.Second
 
 // leave says goodbye to the store; rank 0's waits for every goodbye (or
 // the job's failure, or ctx).
@@ -203,11 +219,11 @@ const idBytes = 128
 
 // railIDs gathers the unique ids of every rail's two communicators: rank g
 // (host 0's local rank g) makes rail g's.
-func railIDs(ctx context.Context, m *member, rank, perHost int, make func() ([]byte, error)) ([]byte, error) {
+func railIDs(ctx context.Context, m *member, rank, perHost int, newIDs func() ([]byte, error)) ([]byte, error) {
 	var mine []byte
 	if rank < perHost {
 		var err error
-		if mine, err = make(); err != nil {
+		if mine, err = newIDs(); err != nil {
 			return nil, err
 		}
 	}
@@ -222,18 +238,3 @@ func railIDs(ctx context.Context, m *member, rank, perHost int, make func() ([]b
 	return ids, nil
 }
 
-// bounded runs f on a goroutine and waits for it until ctx ends: for the
-// NCCL calls that block on peers and cannot be interrupted.
-func bounded(ctx context.Context, phase string, after time.Duration, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return &base.TimeoutError{Op: base.OpOpen, Phase: phase, After: after}
-	}
-}
-
-// le is the byte order of what the ranks exchange.
-var le = binary.LittleEndian

@@ -172,7 +172,7 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, stdout, stderr io
 	// The coordinator gathers each row's samples: every mode, both sides.
 	coordCapacity := int64(len(cfg.Modes)*2*cfg.Iterations*8) + 4096
 	var prepare func(context.Context, detcoll.Options) (detcoll.Options, error)
-	if os.Getenv(nccl.EnvVirtualHosts) != "" {
+	if cfg.Hosts > 0 || os.Getenv(nccl.EnvVirtualHosts) != "" {
 		prepare = nccl.Options // the rails through NCCL, whose reference then runs on the same transport
 	}
 	host, c, err := coord.OpenWith(ctx, job, coordCapacity,

@@ -61,15 +61,20 @@ type dbuf struct {
 }
 
 // devBuf returns device scratch slot i with at least n bytes. A slot grows
-// only after the last call's work is done (its fence): the calls of a
-// communicator are ordered (by one stream or the caller's events), so
-// nothing queued still uses the old memory then.
+// only after the work queued so far on the call's stream is done: the
+// calls of a communicator are ordered (by one stream or the caller's
+// events), so nothing queued still uses the old memory then.
 func (c *Comm) devBuf(i, n int) (uint64, error) {
 	b := &c.dscratch[i]
 	if b.n >= n {
 		return b.addr, nil
 	}
 	if b.addr != 0 {
+		// Everything queued so far, this call's earlier steps included
+		// (a Many call's previous buffer), may use the old memory.
+		if err := c.dev.Fence(c.cur); err != nil {
+			return 0, err
+		}
 		if err := c.dev.WaitFence(); err != nil {
 			return 0, err
 		}
@@ -110,6 +115,7 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	if c.dev == nil {
 		return 0, base.Invalidf("StageDevice on a host communicator")
 	}
+	c.cur = s
 	p, err := c.devBuf(slotStage, n)
 	if err != nil {
 		return 0, c.fail(err)
@@ -122,8 +128,11 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 // Synchronize waits for stream s and returns the failure, if any: the
 // host's or one the rail learnt of meanwhile.
 func (c *Comm) Synchronize(s uintptr) error {
-	if err := c.dev.Synchronize(s); err != nil && c.local.Err() != nil {
-		c.fail(c.local.Err()) // the rail stops before the caller hears of it
+	if err := c.dev.Synchronize(s); err != nil {
+		if lerr := c.local.Err(); lerr != nil {
+			return c.fail(lerr) // the rail stops before the caller hears of it
+		}
+		return err // a bad stream, say: nothing failed
 	}
 	return c.Err()
 }
@@ -166,6 +175,7 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 		return c.fail(err)
 	}
 	s, dt := req.Stream, req.DType
+	c.cur = s
 	var err error
 	switch req.Op {
 	case base.OpAllReduce:

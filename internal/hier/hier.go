@@ -85,8 +85,10 @@ type Comm struct {
 	dscratch [numSlots]dbuf
 	dsrcs    []uint64 // hostArrays' addresses, reused
 	stagedAt uint64   // StageDevice's memory
+	cur      uintptr  // the stream of the device call in progress
 
-	failMu sync.Mutex // one fail at a time: see fail
+	failMu   sync.Mutex     // one fail at a time: see fail
+	watching sync.WaitGroup // the rail's watcher (New), waited for by Close
 }
 
 // New returns the communicator of cfg. G must be a power of two.
@@ -111,7 +113,9 @@ func New(cfg Config) (*Comm, error) {
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	if w, ok := cfg.Rail.(watched); ok {
+		c.watching.Add(1)
 		go func() {
+			defer c.watching.Done()
 			select {
 			case <-w.Done():
 				c.fail(w.Err())
@@ -170,7 +174,8 @@ func (c *Comm) rank() int { return c.host*c.G + c.g }
 func (c *Comm) Reserved() base.Region { return c.local.Reserved() }
 
 // Close closes the host's communicator (acknowledged by the host's
-// ranks); it returns the failure, if any, as every rank's Close does.
+// ranks), then the rail if it has a Close; it returns the failure, if
+// any, as every rank's Close does.
 func (c *Comm) Close(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -178,18 +183,20 @@ func (c *Comm) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
-	if c.dev != nil && c.Err() == nil {
-		// The scratch must outlive the work queued on it; after a
-		// failure that work was aborted.
-		if err := c.dev.WaitFence(); err != nil {
-			c.fail(err)
-		}
-	}
-	c.cancel(base.ErrClosed)
-	err := c.local.Close(ctx)
 	if c.dev != nil {
+		if c.Err() == nil {
+			// The scratch must outlive the work queued on it; after a
+			// failure that work was aborted.
+			if err := c.dev.WaitFence(); err != nil {
+				c.fail(err)
+			}
+		}
+		// Before the host's communicator closes: its context goes with it.
 		c.freeDevice()
 	}
+	c.cancel(base.ErrClosed)
+	c.watching.Wait() // no fail may reach the host's communicator during its Close
+	err := c.local.Close(ctx)
 	if cl, ok := c.rail.(closer); ok {
 		if cerr := cl.Close(); err == nil {
 			err = cerr
