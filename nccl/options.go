@@ -237,4 +237,3 @@ func railIDs(ctx context.Context, m *member, rank, perHost int, newIDs func() ([
 	}
 	return ids, nil
 }
-
