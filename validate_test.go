@@ -266,3 +266,25 @@ type noRendezvous struct{}
 func (noRendezvous) AllGather(context.Context, string, []byte) ([][]byte, error) {
 	return nil, errors.New("noRendezvous: not for use")
 }
+
+// closingInterconnect counts its Close calls.
+type closingInterconnect struct {
+	noInterconnect
+	closed *int
+}
+
+func (c closingInterconnect) Close() error { *c.closed++; return nil }
+
+// TestFailedOpenClosesItsInterconnect: across hosts Open owns the
+// Interconnect, so a failed Open closes it (package nccl's holds NCCL
+// communicators and the store's port).
+func TestFailedOpenClosesItsInterconnect(t *testing.T) {
+	closed := 0
+	o := detcoll.Options{Backend: "cuda", WorldSize: 4, Hosts: 2, Interconnect: closingInterconnect{closed: &closed}}
+	if _, err := detcoll.Open(context.Background(), o); !errors.Is(err, detcoll.ErrInvalid) {
+		t.Fatalf("Open = %v; want ErrInvalid (the interconnect moves no device memory)", err)
+	}
+	if closed != 1 {
+		t.Errorf("the Interconnect was closed %d times; want once", closed)
+	}
+}
