@@ -48,8 +48,10 @@
 // streams it is not.
 //
 // Calls across hosts cannot be captured into CUDA graphs (each meets the
-// other hosts on the host), and the rail gathers rather than halves: for two
-// hosts the same bytes, for H hosts (H-1) shares instead of 2(H-1)/H.
+// other hosts on the host). With four or more hosts, a power of two, the
+// rail halves through NCCL's send and receive (the bandwidth-optimal
+// share); otherwise it gathers (internal/hier's doc has the bytes). Only
+// two hosts, gathering, have run on a GPU.
 //
 // # Imports
 //

@@ -286,6 +286,35 @@ func (ic *Interconnect) AllGatherDevice(send, recv uint64, n int, s uintptr) err
 	return ic.Err()
 }
 
+// ExchangeDevice queues on stream s the sending of sendN bytes at send to
+// the rail's rank on host peer and the receiving of recvN bytes from it
+// into recv:
+// NCCL's send and receive on the data communicator, in one group. With a
+// power of two of hosts, all-reduces and reduce-scatters then halve along
+// the rail (internal/hier), moving the bandwidth-optimal share.
+func (ic *Interconnect) ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, s uintptr) error {
+	if err := ic.usable(); err != nil {
+		return err
+	}
+	var ncclErr error
+	if err := ic.onDevice(func() error {
+		if ncclErr = ncclapi.GroupStart(); ncclErr != nil {
+			return nil
+		}
+		ncclErr = errors.Join(
+			ic.data.Send(driver.DevicePtr(send), sendN, ncclapi.Uint8, peer, driver.Stream(s)),
+			ic.data.Recv(driver.DevicePtr(recv), recvN, ncclapi.Uint8, peer, driver.Stream(s)),
+			ncclapi.GroupEnd())
+		return nil
+	}); err != nil {
+		return ic.fail(fmt.Errorf("nccl: the rail's exchange with host %d: %w", peer, err))
+	}
+	if ncclErr != nil {
+		return ic.failNCCL(fmt.Errorf("nccl: the rail's exchange with host %d: %w", peer, ncclErr))
+	}
+	return ic.Err()
+}
+
 // Done is closed when the rail failed: a lost or failed rank anywhere in
 // the job (the store), an NCCL asynchronous error, an abort.
 func (ic *Interconnect) Done() <-chan struct{} { return ic.done }

@@ -170,10 +170,10 @@ func (c *Comm) release() {
 		c.mod.Unload()
 		c.mod = 0
 	}
-	if c.sums != nil {
-		c.sums.mod.Unload()
-		c.sums = nil
+	for _, t := range c.sums {
+		t.mod.Unload()
 	}
+	c.sums = nil
 	if c.fence != 0 {
 		c.fence.Destroy()
 		c.fence = 0

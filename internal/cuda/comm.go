@@ -80,8 +80,8 @@ type Comm struct {
 	// own: cgo refuses a pointer into memory that holds Go pointers, and
 	// a fresh one per call would escape to the heap.
 	args  *kernelArgs
-	sums  *treeSums    // T over the hosts' sums (treesum.go), once a call across hosts needs it
-	fence driver.Event // the end of the last call across hosts (Fence)
+	sums  map[int]*treeSums // T over the hosts' sums (treesum.go), by leaves, once a call across hosts needs it
+	fence driver.Event      // the end of the last call across hosts (Fence)
 }
 
 // Open sets up this rank's GPU and maps every peer's buffer. It is

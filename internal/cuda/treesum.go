@@ -129,8 +129,8 @@ func (c *Comm) Capturing(s uintptr) (bool, error) {
 
 // TreeSum queues on stream s the sum of len(srcs) arrays of n elements of
 // dt into dst, element by element, by T over the arrays in order (the
-// hosts' sums; treesum.cu). Every call of one communicator has the same
-// number of arrays, between 2 and maxLeaves.
+// hosts' sums; treesum.cu), of 2 to maxLeaves arrays. dst may be one of
+// srcs (the same memory): each element is read before it is written.
 func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
 	if len(srcs) < 2 || len(srcs) > maxLeaves {
 		return base.Invalidf("cuda: T over %d hosts' sums: want 2 to %d", len(srcs), maxLeaves)
@@ -160,15 +160,12 @@ func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr
 		Block: driver.Dim3{X: block, Y: 1, Z: 1}, Stream: driver.Stream(s)}, t.args)
 }
 
-// treeSums returns the module for this many hosts, compiling it (or
-// finding it in the disk cache) the first time. c.mu is held, the
-// context current.
+// treeSums returns the module for this many leaves (the hosts; 2 for a
+// step of halving), compiling it (or finding it in the disk cache) the
+// first time. c.mu is held, the context current.
 func (c *Comm) treeSums(leaves int) (*treeSums, error) {
-	if c.sums != nil {
-		if c.sums.leaves != leaves {
-			return nil, fmt.Errorf("cuda: T over %d hosts' sums, after %d: one communicator has one number of hosts", leaves, c.sums.leaves)
-		}
-		return c.sums, nil
+	if t := c.sums[leaves]; t != nil {
+		return t, nil
 	}
 	arch, err := c.dev.Arch()
 	if err != nil {
@@ -191,6 +188,9 @@ func (c *Comm) treeSums(leaves int) (*treeSums, error) {
 			return nil, err
 		}
 	}
-	c.sums = t
+	if c.sums == nil {
+		c.sums = map[int]*treeSums{}
+	}
+	c.sums[leaves] = t
 	return t, nil
 }

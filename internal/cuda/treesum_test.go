@@ -29,7 +29,6 @@ func TestTreeSumGPU(t *testing.T) {
 	defer g.Close()
 	for _, leaves := range []int{2, 3, 5} {
 		t.Run(fmt.Sprintf("H=%d", leaves), func(t *testing.T) {
-			// One number of hosts per communicator: a fresh one per H.
 			c, err := cuda.Open(context.Background(), cuda.Config{World: 1, Capacity: 1 << 20, Timeout: 10 * time.Second})
 			if err != nil {
 				t.Fatal(err)

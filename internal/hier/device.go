@@ -41,6 +41,19 @@ type DeviceRail interface {
 	AllGatherDevice(send, recv uint64, n int, s uintptr) error
 }
 
+// DeviceExchanger is a DeviceRail that also trades device memory with one
+// rank of the rail at a time (NCCL's send and receive): with four or more
+// hosts, a power of two, all-reduces and reduce-scatters then halve along
+// the rail as the host path does (railSum), moving the bandwidth-optimal
+// share. (With two hosts an all-reduce moves the same bytes either way,
+// and the gathering path is the one that ran on a GPU.)
+type DeviceExchanger interface {
+	// ExchangeDevice queues on s the sending of sendN bytes at send to the
+	// rail's rank on host peer and the receiving of recvN bytes from it
+	// into recv.
+	ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, s uintptr) error
+}
+
 // What a Rail may also be: one that learns of failures by itself (NCCL's
 // asynchronous errors, a lost process) is watched; one that can stop work
 // it queued is aborted with the communicator; one that holds resources is
@@ -243,6 +256,9 @@ func (c *Comm) allReduceDevice(dt num.DType, in uint64, out base.DeviceBuf, s ui
 			return err
 		}
 	}
+	if c.dex != nil {
+		return c.allReduceHalving(dt, pin, pout, out, padded*size, shard, s)
+	}
 	part, sum := pin, pout
 	if c.G > 1 {
 		if part, err = c.devBuf(slotPart, shard); err != nil {
@@ -278,6 +294,94 @@ func (c *Comm) allReduceDevice(dt num.DType, in uint64, out base.DeviceBuf, s ui
 	return nil
 }
 
+// allReduceHalving is allReduceDevice with the rail halving (railSum):
+// the host's reduce-scatter into scratch (with one rank per host, a copy
+// of the input into the output, which then holds the work), halving and
+// doubling back along the rail, the host's all-gather.
+func (c *Comm) allReduceHalving(dt num.DType, pin, pout uint64, out base.DeviceBuf, paddedBytes, shard int, s uintptr) error {
+	work := pout
+	if c.G == 1 {
+		if pin != pout {
+			if err := c.dev.Copy(pout, pin, shard, s); err != nil {
+				return err
+			}
+		}
+	} else {
+		var err error
+		if work, err = c.devBuf(slotPart, shard); err != nil {
+			return err
+		}
+		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
+			In: []base.DeviceBuf{{Addr: pin, Len: paddedBytes}}, Out: []base.DeviceBuf{{Addr: work, Len: shard}}}); err != nil {
+			return err
+		}
+	}
+	ranges, r, err := c.halveDevice(dt, work, shard, s)
+	if err != nil {
+		return err
+	}
+	size := dt.Size()
+	at := func(sp span) uint64 { return work + uint64(sp.lo*size) }
+	for k := len(ranges) - 1; k >= 0; k-- {
+		d := 1 << k
+		whole := ranges[k]
+		mid := whole.lo + (whole.hi-whole.lo)/2
+		other := span{mid, whole.hi}
+		if c.host&d != 0 {
+			other = span{whole.lo, mid}
+		}
+		if err := c.dex.ExchangeDevice(c.host^d, at(r), (r.hi-r.lo)*size, at(other), (other.hi-other.lo)*size, s); err != nil {
+			return err
+		}
+		r = whole
+	}
+	if c.G > 1 {
+		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: s,
+			In: []base.DeviceBuf{{Addr: work, Len: shard}}, Out: []base.DeviceBuf{{Addr: pout, Len: paddedBytes}}}); err != nil {
+			return err
+		}
+	}
+	if pout != out.Addr {
+		return c.dev.Copy(out.Addr, pout, out.Len, s)
+	}
+	return nil
+}
+
+// halveDevice is halve on the GPU: at distance d = 1, 2, 4, ... this rank
+// keeps half of its range of the n bytes at buf (the lower half when its
+// host's bit d is 0), trades the other half with host host^d and adds,
+// the lower hosts' block on the left (T's subtrees).
+func (c *Comm) halveDevice(dt num.DType, buf uint64, n int, s uintptr) (ranges []span, r span, err error) {
+	size := dt.Size()
+	theirs, err := c.devBuf(slotAll, n)
+	if err != nil {
+		return nil, r, err
+	}
+	at := func(base uint64, sp span) uint64 { return base + uint64(sp.lo*size) }
+	r = span{0, n / size}
+	for d := 1; d < c.hosts; d *= 2 {
+		ranges = append(ranges, r)
+		mid := r.lo + (r.hi-r.lo)/2
+		lower := c.host&d == 0
+		keep, give := span{r.lo, mid}, span{mid, r.hi}
+		if !lower {
+			keep, give = give, keep
+		}
+		if err := c.dex.ExchangeDevice(c.host^d, at(buf, give), (give.hi-give.lo)*size, at(theirs, keep), (keep.hi-keep.lo)*size, s); err != nil {
+			return nil, r, err
+		}
+		left, right := at(buf, keep), at(theirs, keep)
+		if !lower {
+			left, right = right, left
+		}
+		if err := c.dev.TreeSum(dt, at(buf, keep), []uint64{left, right}, keep.hi-keep.lo, s); err != nil {
+			return nil, r, err
+		}
+		r = keep
+	}
+	return ranges, r, nil
+}
+
 // hostArrays returns the H addresses all + h*stride + off.
 func (c *Comm) hostArrays(all uint64, stride, off int) []uint64 {
 	c.dsrcs = c.dsrcs[:0]
@@ -295,6 +399,9 @@ func (c *Comm) reduceScatterDevice(dt num.DType, in, out base.DeviceBuf, s uintp
 	m := out.Len
 	if m == 0 {
 		return nil
+	}
+	if c.dex != nil {
+		return c.reduceScatterHalving(dt, in, out, s)
 	}
 	part := in.Addr // with one rank per host, the input is already in host order
 	if c.G > 1 {
@@ -325,6 +432,44 @@ func (c *Comm) reduceScatterDevice(dt num.DType, in, out base.DeviceBuf, s uintp
 		return err
 	}
 	return c.dev.TreeSum(dt, out.Addr, c.hostArrays(all, c.hosts*m, c.host*m), m/dt.Size(), s)
+}
+
+// reduceScatterHalving is reduceScatter's halving on the GPU: the input
+// reordered so that, for each local rank g, host h's block lies where
+// halving leaves host h (bitrev(h)), the host's reduce-scatter, halving,
+// this host's block copied out.
+func (c *Comm) reduceScatterHalving(dt num.DType, in, out base.DeviceBuf, s uintptr) error {
+	m := out.Len
+	perm, err := c.devBuf(slotIn, in.Len)
+	if err != nil {
+		return err
+	}
+	for g := range c.G {
+		for h := range c.hosts {
+			if err := c.dev.Copy(perm+uint64((g*c.hosts+bitrev(h, c.hosts))*m), in.Addr+uint64((h*c.G+g)*m), m, s); err != nil {
+				return err
+			}
+		}
+	}
+	part := perm
+	if c.G > 1 {
+		if part, err = c.devBuf(slotPart, c.hosts*m); err != nil {
+			return err
+		}
+		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
+			In: []base.DeviceBuf{{Addr: perm, Len: in.Len}}, Out: []base.DeviceBuf{{Addr: part, Len: c.hosts * m}}}); err != nil {
+			return err
+		}
+	}
+	_, r, err := c.halveDevice(dt, part, c.hosts*m, s)
+	if err != nil {
+		return err
+	}
+	size := dt.Size()
+	if want := bitrev(c.host, c.hosts); r.lo*size != want*m || r.hi*size != (want+1)*m {
+		panic(fmt.Sprintf("hier: halving ended at elements [%d, %d), not block %d", r.lo, r.hi, want))
+	}
+	return c.dev.Copy(out.Addr, part+uint64(r.lo*size), m, s)
 }
 
 // allGatherDevice: the host's all-gather, then the rail's, straight into

@@ -130,8 +130,30 @@ func (v deviceRail) AllGatherDevice(send, recv uint64, n int, _ uintptr) error {
 	return v.AllGather(context.Background(), v.a.mem(send, n), v.a.mem(recv, n*v.g.n))
 }
 
-// deviceJob opens W = hosts x perHost ranks of fake devices on one arena.
+// exchangingDeviceRail is a deviceRail that is a hier.DeviceExchanger,
+// through a mailbox per ordered pair of hosts.
+type exchangingDeviceRail struct {
+	deviceRail
+	x *mailboxes
+}
+
+func (v exchangingDeviceRail) ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, _ uintptr) error {
+	v.x.to(v.h, peer) <- append([]byte{}, v.a.mem(send, sendN)...)
+	got := <-v.x.to(peer, v.h)
+	if len(got) != recvN {
+		return fmt.Errorf("host %d sent %d bytes, want %d", peer, len(got), recvN)
+	}
+	copy(v.a.mem(recv, recvN), got)
+	return nil
+}
+
+// deviceJob opens W = hosts x perHost ranks of fake devices on one arena;
+// their rails halve where hier does (four or more hosts, a power of two).
 func deviceJob(t *testing.T, hosts, perHost int, capacity int64) ([]*hier.Comm, *arena) {
+	return deviceJobWith(t, hosts, perHost, capacity, true)
+}
+
+func deviceJobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bool) ([]*hier.Comm, *arena) {
 	t.Helper()
 	t.Setenv("DETCOLL_SHM_DIR", t.TempDir())
 	a := newArena()
@@ -140,8 +162,10 @@ func deviceJob(t *testing.T, hosts, perHost int, capacity int64) ([]*hier.Comm, 
 		hostGroups[h] = newGroup(perHost)
 	}
 	rails := make([]*group, perHost)
+	boxes := make([]*mailboxes, perHost)
 	for g := range rails {
 		rails[g] = newGroup(hosts)
+		boxes[g] = &mailboxes{box: map[[2]int]chan []byte{}}
 	}
 	comms := make([]*hier.Comm, hosts*perHost)
 	errs := make([]error, len(comms))
@@ -155,8 +179,12 @@ func deviceJob(t *testing.T, hosts, perHost int, capacity int64) ([]*hier.Comm, 
 				errs[r] = err
 				return
 			}
+			var rl hier.Rail = deviceRail{rail{rails[g], h, nil}, a}
+			if exchange {
+				rl = exchangingDeviceRail{deviceRail{rail{rails[g], h, nil}, a}, boxes[g]}
+			}
 			comms[r], errs[r] = hier.New(hier.Config{Hosts: hosts, Host: h, PerHost: perHost, LocalRank: g,
-				Timeout: 10 * time.Second, Local: &fakeDevice{Comm: local, a: a}, Rail: deviceRail{rail{rails[g], h, nil}, a}})
+				Timeout: 10 * time.Second, Local: &fakeDevice{Comm: local, a: a}, Rail: rl})
 		})
 	}
 	wg.Wait()
@@ -192,10 +220,14 @@ func guarded(a *arena, b []byte, size int) (uint64, func() error) {
 // place and staged) and reduce-scatter give the flat tree's bits, for odd
 // sizes and misaligned buffers, writing nothing outside their outputs.
 func TestDeviceSumsAreTheFlatTree(t *testing.T) {
-	for _, l := range []struct{ hosts, perHost int }{{2, 1}, {3, 1}, {2, 2}, {3, 2}, {2, 4}, {4, 2}, {5, 1}} {
-		t.Run(fmt.Sprintf("%dx%d", l.hosts, l.perHost), func(t *testing.T) {
+	for _, l := range []struct {
+		hosts, perHost int
+		exchange       bool
+	}{{2, 1, true}, {3, 1, true}, {2, 2, true}, {3, 2, true}, {2, 4, true}, {4, 2, true}, {5, 1, true},
+		{4, 1, true}, {8, 1, true}, {4, 2, false}, {8, 1, false}} {
+		t.Run(fmt.Sprintf("%dx%d/exchange=%v", l.hosts, l.perHost, l.exchange), func(t *testing.T) {
 			w := l.hosts * l.perHost
-			comms, a := deviceJob(t, l.hosts, l.perHost, 4097*8*int64(w))
+			comms, a := deviceJobWith(t, l.hosts, l.perHost, 4097*8*int64(w), l.exchange)
 			call := 0
 			outs := make([]uint64, w)
 			guards := make([]func() error, w)

@@ -46,9 +46,13 @@
 // (device.go): the host's reduce-scatter, the rail's all-gather
 // (DeviceRail: NCCL's), T over the host sums by a kernel of the backend
 // (treesum.cu), the host's all-gather; with one rank per host the host's
-// calls are copies and are left out. The rail always gathers: (H-1) n/G
-// per rank and all-reduce, the optimum 2(H-1)/H n/G for two hosts, H/2
-// times it beyond. Each call first meets the other hosts on the host
+// calls are copies and are left out. With four or more hosts, a power of
+// two, and a rail that is a DeviceExchanger (NCCL's send and receive), it
+// halves as the host path does: 2(H-1)/H n/G per rank and all-reduce, the
+// optimum, and a reduce-scatter's (H-1)/H share. Otherwise it gathers:
+// (H-1) n/G, the optimum for two hosts (where the gathering path is the
+// one that ran on a GPU), H/2 times it beyond; a reduce-scatter gathers H
+// times its share. Each call first meets the other hosts on the host
 // (the signatures, through the rail's host AllGather), so such calls are
 // not captured into graphs.
 //

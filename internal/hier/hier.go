@@ -82,6 +82,7 @@ type Comm struct {
 	// Device calls (device.go), when the host's communicator is one.
 	dev      DeviceLocal
 	drail    DeviceRail
+	dex      DeviceExchanger // the rail, when it halves: four or more hosts, a power of two
 	dscratch [numSlots]dbuf
 	dsrcs    []uint64 // hostArrays' addresses, reused
 	stagedAt uint64   // StageDevice's memory
@@ -107,9 +108,10 @@ func New(cfg Config) (*Comm, error) {
 			return nil, base.Invalidf("a device communicator across hosts needs an interconnect that moves device memory (package nccl's); %T does not", cfg.Rail)
 		}
 		c.dev, c.drail = dev, drail
-		// The device path gathers rather than halves along the rail:
-		// for two hosts that is the same bytes.
-		c.ex = nil
+		c.ex = nil // the host path's; the device path halves through dex
+		if dex, ok := cfg.Rail.(DeviceExchanger); ok && c.hosts >= 4 && c.hosts&(c.hosts-1) == 0 {
+			c.dex = dex
+		}
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	if w, ok := cfg.Rail.(watched); ok {

@@ -21,7 +21,7 @@ typedef struct { char internal[128]; } dcn_uid;
 enum {
   DCN_GetVersion, DCN_GetUniqueId, DCN_CommInitRank, DCN_CommDestroy, DCN_CommAbort,
   DCN_AllReduce, DCN_ReduceScatter, DCN_AllGather, DCN_Broadcast, DCN_GroupStart,
-  DCN_GroupEnd, DCN_GetErrorString, DCN_CommGetAsyncError,
+  DCN_GroupEnd, DCN_GetErrorString, DCN_CommGetAsyncError, DCN_Send, DCN_Recv,
   DCN_REQUIRED,
   DCN_GetLastError = DCN_REQUIRED,
   DCN_COUNT
@@ -30,7 +30,7 @@ enum {
 static const char* const dcn_names[DCN_COUNT] = {
   "ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclCommAbort",
   "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclGroupStart",
-  "ncclGroupEnd", "ncclGetErrorString", "ncclCommGetAsyncError", "ncclGetLastError",
+  "ncclGroupEnd", "ncclGetErrorString", "ncclCommGetAsyncError", "ncclSend", "ncclRecv", "ncclGetLastError",
 };
 
 // Filled by Load (under its mutex) and read by the shims.
@@ -100,6 +100,13 @@ static dcn_result dcn_broadcast(unsigned long long send, unsigned long long recv
   return f ? f((const void*)(uintptr_t)send, (void*)(uintptr_t)recv, count, dt, root, comm, stream) : DCN_NOT_LOADED;
 }
 
+// dcn_p2p is ncclSend (which = DCN_Send) or ncclRecv: the same prototype.
+static dcn_result dcn_p2p(int which, unsigned long long buf, size_t count, int dt, int peer, uintptr_t comm,
+                          uintptr_t stream) {
+  dcn_result (*f)(void*, size_t, int, int, uintptr_t, uintptr_t) =
+      (dcn_result (*)(void*, size_t, int, int, uintptr_t, uintptr_t))dcn_slots[which];
+  return f ? f((void*)(uintptr_t)buf, count, dt, peer, comm, stream) : DCN_NOT_LOADED;
+}
 static dcn_result dcn_commGetAsyncError(uintptr_t comm, dcn_result* async) {
   dcn_result (*f)(uintptr_t, dcn_result*) = (dcn_result (*)(uintptr_t, dcn_result*))dcn_slots[DCN_CommGetAsyncError];
   return f ? f(comm, async) : DCN_NOT_LOADED;
@@ -324,6 +331,27 @@ func (c Comm) Broadcast(send, recv driver.DevicePtr, count int, dt DataType, roo
 		C.uintptr_t(c), C.uintptr_t(s))
 	if r != 0 {
 		return ncclErr(r, c, call, send, recv, count, dt, root, uintptr(s))
+	}
+	return nil
+}
+
+// Send queues on s the sending of count elements of dt at buf to peer; a
+// Recv of the peer must match it (in a group, when both send and receive).
+func (c Comm) Send(buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
+	return c.p2p(C.DCN_Send, "ncclSend", buf, count, dt, peer, s)
+}
+
+// Recv queues on s the receiving of count elements of dt from peer into buf.
+func (c Comm) Recv(buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
+	return c.p2p(C.DCN_Recv, "ncclRecv", buf, count, dt, peer, s)
+}
+
+func (c Comm) p2p(which C.int, call string, buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
+	if count < 0 {
+		return countError(call, count)
+	}
+	if r := C.dcn_p2p(which, C.ulonglong(buf), C.size_t(count), C.int(dt), C.int(peer), C.uintptr_t(c), C.uintptr_t(s)); r != 0 {
+		return ncclErr(r, c, call, buf, count, dt, peer, uintptr(s))
 	}
 	return nil
 }

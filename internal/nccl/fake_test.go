@@ -72,6 +72,18 @@ int ncclBroadcast(const void* s, void* r, size_t n, int dt, int root, uintptr_t 
   return 0;
 }
 
+int ncclSend(const void* b, size_t n, int dt, int peer, uintptr_t c, uintptr_t st) {
+  if ((uintptr_t)b != 0x1114 || n != 9 || dt != 1 || peer != 1 || c != COMM || st != 0x3334)
+    FAIL("send %p %zu %d %d", b, n, dt, peer);
+  return 0;
+}
+
+int ncclRecv(void* b, size_t n, int dt, int peer, uintptr_t c, uintptr_t st) {
+  if ((uintptr_t)b != 0x2224 || n != 9 || dt != 1 || peer != 1 || c != COMM || st != 0x3334)
+    FAIL("recv %p %zu %d %d", b, n, dt, peer);
+  return 0;
+}
+
 static int depth;
 int ncclGroupStart(void) { depth++; return 0; }
 int ncclGroupEnd(void) { if (depth == 0) FAIL("group end without start"); depth--; return 0; }
@@ -167,6 +179,8 @@ func TestNCCLFakeChild(t *testing.T) {
 		"ReduceScatter": comm.ReduceScatter(0x1111, 0x2221, 6, Bfloat16, Sum, 0x3331),
 		"AllGather":     comm.AllGather(0x1112, 0x2222, 1<<33, Uint8, 0x3332),
 		"Broadcast":     comm.Broadcast(0x1113, 0x2223, 8, Int64, 1, 0x3333),
+		"Send":          comm.Send(0x1114, 9, Uint8, 1, 0x3334),
+		"Recv":          comm.Recv(0x2224, 9, Uint8, 1, 0x3334),
 		"GroupEnd":      GroupEnd(),
 		"AsyncError":    comm.AsyncError(),
 		"Abort":         comm.Abort(),

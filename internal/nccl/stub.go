@@ -64,6 +64,16 @@ func (c Comm) Broadcast(send, recv driver.DevicePtr, count int, dt DataType, roo
 	return stub("nccl.Comm.Broadcast")
 }
 
+// Send always fails in this build.
+func (c Comm) Send(buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
+	return stub("nccl.Comm.Send")
+}
+
+// Recv always fails in this build.
+func (c Comm) Recv(buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
+	return stub("nccl.Comm.Recv")
+}
+
 // GroupStart always fails in this build.
 func GroupStart() error { return stub("nccl.GroupStart") }
 
