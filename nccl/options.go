@@ -51,7 +51,7 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	if o.Secret == "" {
 		o.Secret = os.Getenv("DETCOLL_SECRET")
 	}
-	perHost, virtual, err := hostSize(o.WorldSize, localWorld)
+	perHost, virtual, err := hostSize(o.WorldSize, localWorld, o.Hosts)
 	if err != nil {
 		return o, err
 	}
@@ -72,6 +72,9 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 		return o, base.Invalidf("nccl: %d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees", perHost)
 	}
 	hosts, host := o.WorldSize/perHost, o.Rank/perHost
+	if hosts > maxGatheredHosts && hosts&(hosts-1) != 0 {
+		return o, base.Invalidf("nccl: %d hosts: the cuda backend adds at most %d hosts' sums in one kernel (a power of two of hosts halves instead, with no limit)", hosts, maxGatheredHosts)
+	}
 	if virtual && os.Getenv("NCCL_HOSTID") == "" {
 		// NCCL tells hosts apart by this (its host hash): a virtual host
 		// of its own makes NCCL connect the rail through its network
@@ -98,15 +101,26 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	return o, nil
 }
 
-// hostSize is the ranks per host: from DETCOLL_VIRTUAL_HOSTS, else the
-// launcher's local world size (1 when it gives none: a rank per host).
-func hostSize(world, localWorld int) (perHost int, virtual bool, err error) {
+// maxGatheredHosts is internal/cuda's maxLeaves: the most hosts whose sums
+// one kernel adds, when the rail gathers.
+const maxGatheredHosts = 256
+
+// hostSize is the ranks per host: from DETCOLL_VIRTUAL_HOSTS, else from
+// Options.Hosts, else the launcher's local world size (1 when it gives
+// none: a rank per host).
+func hostSize(world, localWorld, hosts int) (perHost int, virtual bool, err error) {
 	if v := os.Getenv(EnvVirtualHosts); v != "" {
 		h, err := strconv.Atoi(v)
 		if err != nil || h < 1 || world%h != 0 {
 			return 0, false, base.Invalidf("nccl: %s=%q: want a divisor of the %d ranks", EnvVirtualHosts, v, world)
 		}
 		return world / h, true, nil
+	}
+	if hosts > 0 {
+		if world%hosts != 0 {
+			return 0, false, base.Invalidf("nccl: Options.Hosts %d: want a divisor of the %d ranks", hosts, world)
+		}
+		return world / hosts, false, nil
 	}
 	if localWorld < 1 {
 		localWorld = 1

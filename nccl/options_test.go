@@ -28,7 +28,7 @@ func TestHostSize(t *testing.T) {
 		{"0", 8, 8, 0, false, "want a divisor"},
 	} {
 		t.Setenv(EnvVirtualHosts, tt.env)
-		perHost, virtual, err := hostSize(tt.world, tt.localWorld)
+		perHost, virtual, err := hostSize(tt.world, tt.localWorld, 0)
 		if tt.bad != "" {
 			if !errors.Is(err, detcoll.ErrInvalid) || !strings.Contains(err.Error(), tt.bad) {
 				t.Errorf("%s=%q world %d local %d: err %v, want ErrInvalid with %q", EnvVirtualHosts, tt.env, tt.world, tt.localWorld, err, tt.bad)
@@ -54,5 +54,21 @@ func TestOptionsNeedsAJob(t *testing.T) {
 	o, err := Options(context.Background(), detcoll.Options{WorldSize: 4, Rank: 1, Addr: "127.0.0.1:1", Secret: "s", Timeout: time.Second})
 	if err != nil || o.Hosts != 0 || o.Interconnect != nil || o.Backend != "cuda" {
 		t.Errorf("Options of one host = %+v, %v; want the cuda backend and no rails", o, err)
+	}
+}
+
+// TestHostSizeFromOptions: Options.Hosts says how many hosts when no
+// virtual hosts are asked for, over the launcher's local world size.
+func TestHostSizeFromOptions(t *testing.T) {
+	t.Setenv(EnvVirtualHosts, "")
+	if perHost, virtual, err := hostSize(8, 8, 2); err != nil || perHost != 4 || virtual {
+		t.Errorf("hostSize(8, 8, 2) = %d, %v, %v; want 4 ranks per host, not virtual", perHost, virtual, err)
+	}
+	if _, _, err := hostSize(8, 8, 3); !errors.Is(err, detcoll.ErrInvalid) {
+		t.Errorf("hostSize(8, 8, 3) = %v; want ErrInvalid", err)
+	}
+	t.Setenv(EnvVirtualHosts, "4")
+	if perHost, virtual, _ := hostSize(8, 8, 2); perHost != 2 || !virtual {
+		t.Errorf("virtual hosts and Options.Hosts: %d per host, virtual %v; want the variable's 2, virtual", perHost, virtual)
 	}
 }

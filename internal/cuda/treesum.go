@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
@@ -101,20 +102,44 @@ func (c *Comm) Fence(s uintptr) error {
 	return c.fence.Record(driver.Stream(s))
 }
 
-// WaitFence waits until the work queued before the last Fence is done.
-func (c *Comm) WaitFence() error {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
+// WaitFence waits until the work queued before the last Fence is done, or
+// until the timeout: a peer that hangs without dying must not hold the
+// caller forever.
+func (c *Comm) WaitFence(timeout time.Duration) error {
 	c.mu.Lock()
 	e := c.fence
 	c.mu.Unlock()
 	if e == 0 {
 		return nil
 	}
-	return e.Synchronize()
+	deadline := time.Now().Add(timeout)
+	for spins := 0; ; spins++ {
+		var done bool
+		err := func() error {
+			if err := c.current(); err != nil {
+				runtime.UnlockOSThread()
+				return err
+			}
+			defer runtime.UnlockOSThread()
+			var err error
+			done, err = e.Query()
+			return err
+		}()
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case time.Now().After(deadline):
+			return &base.TimeoutError{Op: base.OpAllReduce, After: timeout,
+				Phase: "waiting for the previous call's GPU work across hosts, before its scratch is reused or freed"}
+		}
+		if spins < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
 }
 
 // Capturing reports whether stream s is capturing a CUDA graph.

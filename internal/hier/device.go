@@ -3,6 +3,7 @@ package hier
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
@@ -23,9 +24,10 @@ type DeviceLocal interface {
 	Zero(dst uint64, n int, s uintptr) error
 	Capturing(s uintptr) (bool, error)
 	// Fence records the end of the work queued on s so far; WaitFence
-	// waits for the last one (the caller may destroy s meanwhile).
+	// waits for the last one (the caller may destroy s meanwhile), at most
+	// timeout.
 	Fence(s uintptr) error
-	WaitFence() error
+	WaitFence(timeout time.Duration) error
 	// TreeSum queues dst = T over srcs, element by element (n elements).
 	TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error
 }
@@ -88,7 +90,7 @@ func (c *Comm) devBuf(i, n int) (uint64, error) {
 		if err := c.dev.Fence(c.cur); err != nil {
 			return 0, err
 		}
-		if err := c.dev.WaitFence(); err != nil {
+		if err := c.dev.WaitFence(c.timeout); err != nil {
 			return 0, err
 		}
 		if err := c.dev.Free(b.addr); err != nil {

@@ -109,7 +109,7 @@ func (d *fakeDevice) Zero(dst uint64, n int, _ uintptr) error {
 }
 func (d *fakeDevice) Capturing(uintptr) (bool, error) { return false, nil }
 func (d *fakeDevice) Fence(uintptr) error             { return nil }
-func (d *fakeDevice) WaitFence() error                { return nil }
+func (d *fakeDevice) WaitFence(time.Duration) error   { return nil }
 func (d *fakeDevice) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, _ uintptr) error {
 	size := dt.Size()
 	in := make([][]byte, len(srcs))

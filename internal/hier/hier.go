@@ -189,7 +189,7 @@ func (c *Comm) Close(ctx context.Context) error {
 		if c.Err() == nil {
 			// The scratch must outlive the work queued on it; after a
 			// failure that work was aborted.
-			if err := c.dev.WaitFence(); err != nil {
+			if err := c.dev.WaitFence(c.timeout); err != nil {
 				c.fail(err)
 			}
 		}
