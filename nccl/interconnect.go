@@ -213,20 +213,29 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 	return ic.onDevice(func() error { return driver.MemcpyDtoH(recv[:n*ic.hosts], ic.buf+driver.DevicePtr(n)) })
 }
 
-// usable is the rail's failure, or errAborting while one is being
-// recorded (its communicators are being aborted: no call may touch them).
+// usable is the rail's failure, or nil. While a failure is being recorded
+// (its communicators aborted: no call may touch them) it waits for the
+// cause, which fail publishes within abortWait, so that the caller reports
+// the cause rather than the abort.
 func (ic *Interconnect) usable() error {
 	if err := ic.Err(); err != nil {
 		return err
 	}
-	if ic.stopping.Load() {
+	if !ic.stopping.Load() {
+		return nil
+	}
+	t := time.NewTimer(abortWait + time.Second)
+	defer t.Stop()
+	select {
+	case <-ic.done:
+		return ic.Err()
+	case <-t.C:
 		return errAborting
 	}
-	return nil
 }
 
-// errAborting is what a call gets in the moment between a failure and its
-// cause being recorded.
+// errAborting is what a call gets if a failure's cause is not recorded in
+// time (it should not happen: fail bounds the abort).
 var errAborting = fmt.Errorf("%w: nccl: the rail is being aborted", base.ErrPeerLost)
 
 // wait polls the signatures' stream until its gather is done, ctx ends or
