@@ -154,43 +154,13 @@ func deviceJob(t *testing.T, hosts, perHost int, capacity int64) ([]*hier.Comm, 
 }
 
 func deviceJobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bool) ([]*hier.Comm, *arena) {
-	t.Helper()
-	t.Setenv("DETCOLL_SHM_DIR", t.TempDir())
 	a := newArena()
-	hostGroups := make([]*group, hosts)
-	for h := range hostGroups {
-		hostGroups[h] = newGroup(perHost)
-	}
-	rails := make([]*group, perHost)
-	boxes := make([]*mailboxes, perHost)
-	for g := range rails {
-		rails[g] = newGroup(hosts)
-		boxes[g] = &mailboxes{box: map[[2]int]chan []byte{}}
-	}
-	comms := make([]*hier.Comm, hosts*perHost)
-	errs := make([]error, len(comms))
-	var wg sync.WaitGroup
-	for r := range comms {
-		h, g := r/perHost, r%perHost
-		wg.Go(func() {
-			local, err := cpu.Open(context.Background(), cpu.Config{Rank: g, World: perHost, Capacity: capacity + 64*int64(perHost),
-				Timeout: 10 * time.Second, Rendezvous: rdv{hostGroups[h], g}})
-			if err != nil {
-				errs[r] = err
-				return
-			}
-			var rl hier.Rail = deviceRail{rail{rails[g], h, nil}, a}
-			if exchange {
-				rl = exchangingDeviceRail{deviceRail{rail{rails[g], h, nil}, a}, boxes[g]}
-			}
-			comms[r], errs[r] = hier.New(hier.Config{Hosts: hosts, Host: h, PerHost: perHost, LocalRank: g,
-				Timeout: 10 * time.Second, Local: &fakeDevice{Comm: local, a: a}, Rail: rl})
-		})
-	}
-	wg.Wait()
-	noErrors(t, "open", errs)
-	t.Cleanup(func() {
-		each(comms, func(r int, c *hier.Comm) error { return c.Close(context.Background()) })
+	comms := jobOf(t, hosts, perHost, capacity, func(local *cpu.Comm, rl rail, boxes *mailboxes) (hier.Local, hier.Rail) {
+		dev := &fakeDevice{Comm: local, a: a}
+		if exchange {
+			return dev, exchangingDeviceRail{deviceRail{rl, a}, boxes}
+		}
+		return dev, deviceRail{rl, a}
 	})
 	return comms, a
 }

@@ -138,6 +138,20 @@ func job(t *testing.T, hosts, perHost int, capacity int64) []*hier.Comm {
 }
 
 func jobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bool) []*hier.Comm {
+	return jobOf(t, hosts, perHost, capacity, func(local *cpu.Comm, rl rail, boxes *mailboxes) (hier.Local, hier.Rail) {
+		if exchange {
+			rl.x = boxes
+			return local, exchangingRail{rl}
+		}
+		return local, rl
+	})
+}
+
+// jobOf opens W = hosts x perHost ranks: per host an in-memory rendezvous
+// and a real cpu backend, per local rank a rail and its mailboxes; wrap
+// makes each rank's Local and Rail from them (the device tests wrap them
+// in stand-ins of device memory).
+func jobOf(t *testing.T, hosts, perHost int, capacity int64, wrap func(*cpu.Comm, rail, *mailboxes) (hier.Local, hier.Rail)) []*hier.Comm {
 	t.Helper()
 	t.Setenv("DETCOLL_SHM_DIR", t.TempDir())
 	hostGroups := make([]*group, hosts)
@@ -162,12 +176,9 @@ func jobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bool) []
 				errs[r] = err
 				return
 			}
-			var rl hier.Rail = rail{rails[g], h, nil}
-			if exchange {
-				rl = exchangingRail{rail{rails[g], h, boxes[g]}}
-			}
+			l, rl := wrap(local, rail{rails[g], h, nil}, boxes[g])
 			comms[r], errs[r] = hier.New(hier.Config{Hosts: hosts, Host: h, PerHost: perHost, LocalRank: g,
-				Timeout: 10 * time.Second, Local: local, Rail: rl})
+				Timeout: 10 * time.Second, Local: l, Rail: rl})
 		})
 	}
 	wg.Wait()
