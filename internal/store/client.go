@@ -136,6 +136,7 @@ func newClient(conn net.Conn, br *bufio.Reader, rank, world int) *Client {
 		pending:    make(map[uint64]chan msg),
 	}
 	go c.out.run()
+	go pinging(c.out, c.closing)
 	go c.read(br)
 	return c
 }
@@ -268,13 +269,28 @@ func (c *Client) Close(ctx context.Context) error {
 // calls and records the job's failure. It returns when the connection ends.
 func (c *Client) read(r *bufio.Reader) {
 	defer close(c.readerDone)
+	limit := silenceLimit()
 	for {
+		if err := expectWord(c.conn, limit); err != nil {
+			c.lost(err)
+			return
+		}
 		m, err := readMsg(r, maxFrame)
 		if err != nil {
+			if silent(err) {
+				c.mu.Lock()
+				if !c.acked && !c.shut {
+					c.failLocked(&PeerError{Rank: 0, Reason: silence("the store server (rank 0)", limit)})
+				}
+				c.mu.Unlock()
+				_ = c.conn.Close()
+				return
+			}
 			c.lost(err)
 			return
 		}
 		switch m.typ {
+		case tPing:
 		case tOK, tValue, tGathered, tError:
 			c.mu.Lock()
 			reply, ok := c.pending[m.id]

@@ -19,6 +19,10 @@
 //   - a rank's connection ends without a goodbye (crash, kill -9, a reset,
 //     a protocol error): the kernel closes the socket of a dead process, so
 //     the server sees it at once;
+//   - a rank says nothing for the silence limit (5 s, DETCOLL_STORE_SILENCE;
+//     every end pings every 250 ms): a stopped process, or a killed one whose
+//     teardown holds its sockets open (liveness.go); a silent server is the
+//     failure of rank 0;
 //   - a rank calls Client.Fail(reason);
 //   - the server goes away (rank 0's process dies, or Server.Close runs while
 //     ranks are connected): every client sees this as the failure of rank 0;
@@ -37,7 +41,7 @@
 // returns the cause, a *PeerError matching ErrPeerLost. A rank that connects
 // after the failure gets the cause from Dial. Detection takes a few
 // milliseconds on one host (goal: well under a second). A host that vanishes
-// without closing its sockets is found by TCP keepalive, in seconds.
+// without closing its sockets is found by its silence, or TCP keepalive.
 //
 // # Protocol
 //

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,5 +153,63 @@ func TestFailThenExit(t *testing.T) {
 	waitDone(t, c, time.Now(), 5*time.Second)
 	if pe := wantPeerError(t, "Err()", c.Err(), 1); pe.Reason != "child gave up" {
 		t.Errorf("reason %q; want %q", pe.Reason, "child gave up")
+	}
+}
+
+// stop sends SIGSTOP to child and, at the test's end, SIGCONT (so that the
+// end's kill and reap find a process that can die).
+func stop(t *testing.T, child *ranktest.Proc) {
+	t.Helper()
+	if err := child.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { child.Cmd.Process.Signal(syscall.SIGCONT) })
+}
+
+// TestStoppedClient: a rank whose process is stopped keeps its socket
+// open, so only its silence tells: the other ranks see it lost, named,
+// once the silence limit has passed, and not much later.
+func TestStoppedClient(t *testing.T) {
+	checkLeaks(t)
+	const world, victim, limit = 3, 2, time.Second
+	t.Setenv(EnvSilence, limit.String())
+	s := newServer(t, world, defaultHandshakeTimeout)
+	clients := []*Client{dialRank(t, s.Addr(), 0, world), dialRank(t, s.Addr(), 1, world)}
+	child, _ := startChild(t, "client", addrEnv+"="+s.Addr(), EnvSilence+"="+limit.String(),
+		rankEnv+"="+strconv.Itoa(victim), worldEnv+"="+strconv.Itoa(world))
+	time.Sleep(3 * pingEvery) // a healthy rank is not found silent
+	select {
+	case <-clients[0].Done():
+		t.Fatalf("the job failed before anything stopped: %v", clients[0].Err())
+	default:
+	}
+	start := time.Now()
+	stop(t, child)
+	for _, c := range clients {
+		d := waitDone(t, c, start, limit+2*time.Second)
+		if d < limit-pingEvery {
+			t.Errorf("found after %v, before the silence limit %v", d, limit)
+		}
+		if pe := wantPeerError(t, "Err()", c.Err(), victim); !strings.Contains(pe.Reason, "no word from rank 2") {
+			t.Errorf("reason %q; want it to say the rank was silent", pe.Reason)
+		}
+	}
+}
+
+// TestStoppedServer: when rank 0's process (the store's) is stopped, every
+// other rank finds the server silent and reports rank 0 lost.
+func TestStoppedServer(t *testing.T) {
+	checkLeaks(t)
+	const world, limit = 3, time.Second
+	t.Setenv(EnvSilence, limit.String())
+	child, addr := startChild(t, "server", worldEnv+"="+strconv.Itoa(world), EnvSilence+"="+limit.String())
+	clients := []*Client{dialRank(t, addr, 1, world), dialRank(t, addr, 2, world)}
+	start := time.Now()
+	stop(t, child)
+	for _, c := range clients {
+		waitDone(t, c, start, limit+2*time.Second)
+		if pe := wantPeerError(t, "Err()", c.Err(), 0); !strings.Contains(pe.Reason, "no word from the store server") {
+			t.Errorf("reason %q; want it to say the server was silent", pe.Reason)
+		}
 	}
 }

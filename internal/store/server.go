@@ -286,12 +286,15 @@ func (s *Server) serveConn(conn net.Conn) {
 		return // the job had failed; the welcome said so
 	}
 	go p.out.run()
+	stopPings := make(chan struct{})
+	go pinging(p.out, stopPings)
+	defer close(stopPings)
 	if err == nil {
 		err = s.startServing(conn)
 	}
 	bye := false
 	if err == nil {
-		bye, err = s.serve(p, bufio.NewReader(conn))
+		bye, err = s.serve(p, conn, bufio.NewReader(conn))
 	}
 	s.end(p, bye, err)
 	p.out.stop()
@@ -342,15 +345,32 @@ func (s *Server) startServing(conn net.Conn) error {
 	return conn.SetDeadline(time.Time{})
 }
 
-// serve handles requests until the goodbye (bye is true) or an error.
-func (s *Server) serve(p *peer, r io.Reader) (bye bool, err error) {
+// serve handles requests until the goodbye (bye is true) or an error; a
+// rank silent for the silence limit is an error (liveness.go).
+func (s *Server) serve(p *peer, conn net.Conn, r io.Reader) (bye bool, err error) {
+	limit := silenceLimit()
 	for {
-		m, err := readMsg(r, maxFrame)
+		// Under mu: Close's deadline, set under mu, must not be replaced.
+		s.mu.Lock()
+		if !s.closed {
+			err = expectWord(conn, limit)
+		}
+		s.mu.Unlock()
 		if err != nil {
 			return false, err
 		}
-		if m.typ == tBye {
+		m, err := readMsg(r, maxFrame)
+		if err != nil {
+			if silent(err) {
+				return false, &silenceError{silence(fmt.Sprintf("rank %d", p.rank), limit)}
+			}
+			return false, err
+		}
+		switch m.typ {
+		case tBye:
 			return true, nil
+		case tPing:
+			continue
 		}
 		s.mu.Lock()
 		err = s.handleLocked(p, m)
@@ -360,6 +380,11 @@ func (s *Server) serve(p *peer, r io.Reader) (bye bool, err error) {
 		}
 	}
 }
+
+// silenceError is a rank that said nothing for the silence limit.
+type silenceError struct{ reason string }
+
+func (e *silenceError) Error() string { return e.reason }
 
 // end removes a rank whose connection ended: a goodbye is acknowledged; any
 // other end fails the job, unless the server itself is closing.
@@ -382,7 +407,10 @@ func (s *Server) end(p *peer, bye bool, err error) {
 }
 
 func lostReason(err error) string {
+	var se *silenceError
 	switch {
+	case errors.As(err, &se):
+		return se.reason
 	case errors.Is(err, io.EOF):
 		return "connection closed without goodbye"
 	case errors.Is(err, errMalformed):

@@ -62,6 +62,9 @@ const (
 	// treats it as a protocol error, which only a late question risks.
 	tMissing // id, key -> value (u32 ranks): who has not reached a gather
 
+	// Either way, no fields and no reply: the sender is alive (liveness.go).
+	tPing
+
 	tLimit // first unused type
 )
 
@@ -91,7 +94,7 @@ type msg struct {
 
 func (t msgType) String() string {
 	names := [...]string{"challenge", "hello", "welcome", "refuse", "set", "get", "gather", "cancel",
-		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack", "missing"}
+		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack", "missing", "ping"}
 	if t >= 1 && t < tLimit {
 		return names[t-1]
 	}
@@ -232,7 +235,7 @@ func decode(b []byte) (msg, error) {
 	case tFailed:
 		m.rank = r.u32()
 		m.reason = string(r.bytes())
-	case tBye, tByeAck:
+	case tBye, tByeAck, tPing:
 	default:
 		return msg{}, fmt.Errorf("%w: unknown %v", errMalformed, m.typ)
 	}

@@ -36,6 +36,7 @@ func samples() []msg {
 		{typ: tFailed, rank: 0, reason: "the store server closed"},
 		{typ: tByeAck},
 		{typ: tMissing, id: 10, key: "barrier/open"},
+		{typ: tPing},
 	}
 }
 
