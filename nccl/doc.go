@@ -32,7 +32,7 @@
 // per host) has two NCCL communicators: one for the data, queued on the
 // caller's streams, and one for each call's signatures, which the hosts
 // compare on the host before anything is queued, so that a call on its own
-// need not wait for earlier calls' GPU work. A lost peer (the store), an
+// never waits for earlier calls' GPU work. A lost peer (the store), an
 // NCCL asynchronous error or the communicator's Abort aborts both
 // (ncclCommAbort), so that no NCCL kernel spins on a host that is gone.
 // Every wait of the setup is bounded by Options.Timeout and ends when a
@@ -41,12 +41,7 @@
 // abort is bounded too (2 s): a failure reaches the caller even when
 // ncclCommAbort does not return (seen on one GPU shared by a dying
 // process); freeing device memory may then wait for NCCL's kernels.
-//
-// The signatures' copies to and from the GPU are synchronous, on the
-// legacy stream: a caller's earlier work on blocking streams (the legacy
-// default stream among them) is waited for at each call; on non-blocking
-// streams it is not.
-//
+
 // Calls across hosts cannot be captured into CUDA graphs (each meets the
 // other hosts on the host). With four or more hosts, a power of two, the
 // rail halves through NCCL's send and receive (the bandwidth-optimal

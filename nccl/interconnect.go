@@ -28,6 +28,7 @@ type Interconnect struct {
 	data, ctrl           ncclapi.Comm
 	stream               driver.Stream    // the signatures' own (non-blocking)
 	buf                  driver.DevicePtr // the signatures': this rank's, then every host's
+	pinned               driver.HostMem   // buf's host side, for the stream's copies
 	bufLen               int
 
 	mu sync.Mutex // one signature gather at a time; guards stream's use, buf and bufLen
@@ -164,9 +165,9 @@ func (ic *Interconnect) Host() detcoll.Rendezvous {
 }
 
 // AllGather gathers len(send) bytes along the rail, through the
-// signatures' communicator and its own stream. (Its copies to and from the
-// GPU are synchronous, on the legacy stream: a caller's work on blocking
-// streams is waited for; on non-blocking ones it is not.) It returns early
+// signatures' communicator and its own non-blocking stream (its copies to
+// and from the GPU too, through pinned memory): it waits for nothing the
+// caller queued. It returns early
 // with an error when ctx ends; the communicator's failure then aborts the
 // rail (hier).
 func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error {
@@ -180,23 +181,35 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 		return nil
 	}
 	var ncclErr error
+	all := n * ic.hosts
 	err := ic.onDevice(func() error {
-		if need := n * (1 + ic.hosts); ic.bufLen < need {
+		if need := n + all; ic.bufLen < need {
+			// The last gather on the stream is over (wait saw it end),
+			// so the old buffers are free.
 			if ic.buf != 0 {
 				driver.MemFree(ic.buf)
+				driver.MemFreeHost(ic.pinned)
 				ic.buf, ic.bufLen = 0, 0
 			}
 			p, err := driver.MemAlloc(need)
 			if err != nil {
 				return err
 			}
-			ic.buf, ic.bufLen = p, need
+			h, err := driver.MemHostAllocMapped(need)
+			if err != nil {
+				driver.MemFree(p)
+				return err
+			}
+			ic.buf, ic.pinned, ic.bufLen = p, h, need
 		}
-		if err := driver.MemcpyHtoD(ic.buf, send); err != nil {
+		copy(ic.pinned.Bytes()[:n], send)
+		if err := driver.MemcpyHtoDAsync(ic.buf, ic.pinned.Slice(0, n), ic.stream); err != nil {
 			return err
 		}
-		ncclErr = ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream)
-		return nil
+		if ncclErr = ic.ctrl.AllGather(ic.buf, ic.buf+driver.DevicePtr(n), n, ncclapi.Uint8, ic.stream); ncclErr != nil {
+			return nil
+		}
+		return driver.MemcpyDtoHAsync(ic.pinned.Slice(n, all), ic.buf+driver.DevicePtr(n), ic.stream)
 	})
 	switch {
 	case err != nil: // this rank's GPU, not the rail
@@ -210,7 +223,8 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 	if err := ic.usable(); err != nil {
 		return err // an abort may have ended the gather early: its bytes are not the peers'
 	}
-	return ic.onDevice(func() error { return driver.MemcpyDtoH(recv[:n*ic.hosts], ic.buf+driver.DevicePtr(n)) })
+	copy(recv[:all], ic.pinned.Bytes()[n:n+all])
+	return nil
 }
 
 // usable is the rail's failure, or nil. While a failure is being recorded
@@ -504,6 +518,7 @@ func (ic *Interconnect) Close() error {
 			}
 			if ic.buf != 0 {
 				driver.MemFree(ic.buf)
+				driver.MemFreeHost(ic.pinned)
 			}
 			return nil
 		})
