@@ -35,7 +35,7 @@ type Interconnect struct {
 
 	freeMu   sync.Mutex // the comms are freed once: by an abort or by Close; guards freed, aborted
 	freed    bool
-	aborted  chan struct{} // closed when the abort fail started has returned; nil if none
+	aborted  chan struct{} // closed when the abort (fail) or destroy (free) started has returned; nil if none
 	stopping atomic.Bool   // a failure is being recorded: no call may touch the comms
 	cause    atomic.Pointer[error]
 	done     chan struct{} // closed at the first failure
@@ -484,14 +484,27 @@ func (ic *Interconnect) free() {
 		return
 	}
 	ic.freed = true
-	ic.onDevice(func() error {
-		for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
-			if c != 0 {
-				c.Destroy()
+	// Bounded as the abort is: a peer that died just now may leave NCCL's
+	// destroy waiting on it. Then the communicators are left (abortDone
+	// sees the channel open), not pulled from under NCCL.
+	ic.aborted = make(chan struct{})
+	go func() {
+		ic.onDevice(func() error {
+			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
+				if c != 0 {
+					c.Destroy()
+				}
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+		close(ic.aborted)
+	}()
+	t := time.NewTimer(abortWait)
+	defer t.Stop()
+	select {
+	case <-ic.aborted:
+	case <-t.C:
+	}
 }
 
 // Close frees the rail and leaves the store. Comm.Close calls it, after
@@ -506,7 +519,7 @@ func (ic *Interconnect) Close() error {
 			// NCCL may still use the stream and the buffer: leave them,
 			// and the context, to the process's end rather than pull
 			// them from under it.
-			err = fmt.Errorf("nccl: ncclCommAbort has not returned; its stream, buffer and context are left")
+			err = fmt.Errorf("nccl: ncclCommAbort or ncclCommDestroy has not returned; the stream, buffers and context are left")
 			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
 			defer cancel()
 			ic.m.leave(ctx)
