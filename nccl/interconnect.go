@@ -460,6 +460,11 @@ func (ic *Interconnect) watch() {
 	}
 }
 
+// Settled reports whether NCCL has returned from every abort or destroy
+// of the rail's communicators, waiting up to d: until it has, its kernels
+// may still run, and freeing device memory could wait for them forever.
+func (ic *Interconnect) Settled(d time.Duration) bool { return ic.abortDone(d) }
+
 // abortDone reports whether no abort is running, waiting up to d for one.
 func (ic *Interconnect) abortDone(d time.Duration) bool {
 	ic.freeMu.Lock()

@@ -67,7 +67,11 @@ type (
 	}
 	aborter interface{ Abort(cause error) }
 	closer  interface{ Close() error }
+	settler interface{ Settled(d time.Duration) bool }
 )
+
+// settleWait bounds Close's wait for a rail's abort to return.
+const settleWait = 5 * time.Second
 
 // dbuf is a scratch buffer of device memory.
 type dbuf struct {

@@ -194,7 +194,12 @@ func (c *Comm) Close(ctx context.Context) error {
 			}
 		}
 		// Before the host's communicator closes: its context goes with it.
-		c.freeDevice()
+		// Unless the rail's engine may still run kernels (an abort that has
+		// not returned): then a free could wait for them forever, and the
+		// scratch is left to the process's end instead.
+		if st, ok := c.rail.(settler); !ok || st.Settled(settleWait) {
+			c.freeDevice()
+		}
 	}
 	c.cancel(base.ErrClosed)
 	c.watching.Wait() // no fail may reach the host's communicator during its Close
