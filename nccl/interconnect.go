@@ -372,18 +372,7 @@ func (ic *Interconnect) fail(err error) error {
 	}
 	ic.stopping.Store(true) // from now on no call touches the communicators
 	if !ic.freed {
-		ic.freed = true
-		ic.aborted = make(chan struct{})
-		go func() {
-			ic.abortAll()
-			close(ic.aborted)
-		}()
-		t := time.NewTimer(abortWait)
-		select {
-		case <-ic.aborted:
-		case <-t.C:
-		}
-		t.Stop()
+		ic.release(ic.abortAll)
 	}
 	ic.cause.Store(&err)
 	close(ic.done)
@@ -488,12 +477,9 @@ func (ic *Interconnect) free() {
 	if ic.freed {
 		return
 	}
-	ic.freed = true
 	// Bounded as the abort is: a peer that died just now may leave NCCL's
-	// destroy waiting on it. Then the communicators are left (abortDone
-	// sees the channel open), not pulled from under NCCL.
-	ic.aborted = make(chan struct{})
-	go func() {
+	// destroy waiting on it.
+	ic.release(func() {
 		ic.onDevice(func() error {
 			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
 				if c != 0 {
@@ -502,6 +488,18 @@ func (ic *Interconnect) free() {
 			}
 			return nil
 		})
+	})
+}
+
+// release frees the communicators once, by end (an abort or a destroy),
+// on a goroutine of its own, waiting for it at most abortWait: NCCL may
+// not return, and then what it may still use is left (abortDone sees
+// aborted open), not pulled from under it. freeMu is held.
+func (ic *Interconnect) release(end func()) {
+	ic.freed = true
+	ic.aborted = make(chan struct{})
+	go func() {
+		end()
 		close(ic.aborted)
 	}()
 	t := time.NewTimer(abortWait)

@@ -12,8 +12,19 @@ import (
 
 // What a call across hosts (internal/hier) needs of the host's cuda
 // communicator besides its collectives: scratch memory, stream-ordered
-// copies and T over the hosts' sums. Each method makes the communicator's
-// context current on a locked thread, as every call of the backend does.
+// copies and T over the hosts' sums. Each method runs on a locked thread
+// with the communicator's context current (onThread), as every call of
+// the backend does.
+
+// onThread runs f with the context current on the calling goroutine's
+// thread, locked for the call.
+func (c *Comm) onThread(f func() error) error {
+	defer runtime.UnlockOSThread()
+	if err := c.current(); err != nil {
+		return err
+	}
+	return f()
+}
 
 // maxLeaves is the most hosts whose sums treesum.cu adds: its parameter
 // holds one address per host.
@@ -35,24 +46,18 @@ type treeSums struct {
 }
 
 // Alloc returns n bytes of device memory on this rank's GPU.
-func (c *Comm) Alloc(n int) (uint64, error) {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return 0, err
-	}
-	defer runtime.UnlockOSThread()
-	p, err := driver.MemAlloc(max(n, 1))
-	return uint64(p), err
+func (c *Comm) Alloc(n int) (p uint64, err error) {
+	err = c.onThread(func() error {
+		d, err := driver.MemAlloc(max(n, 1))
+		p = uint64(d)
+		return err
+	})
+	return p, err
 }
 
 // Free releases memory from Alloc; the work that uses it must be done.
 func (c *Comm) Free(p uint64) error {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
-	return driver.MemFree(driver.DevicePtr(p))
+	return c.onThread(func() error { return driver.MemFree(driver.DevicePtr(p)) })
 }
 
 // Copy queues a copy of n bytes on stream s.
@@ -60,12 +65,9 @@ func (c *Comm) Copy(dst, src uint64, n int, s uintptr) error {
 	if n == 0 {
 		return nil
 	}
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
-	return driver.MemcpyDtoDAsync(driver.DevicePtr(dst), driver.DevicePtr(src), n, driver.Stream(s))
+	return c.onThread(func() error {
+		return driver.MemcpyDtoDAsync(driver.DevicePtr(dst), driver.DevicePtr(src), n, driver.Stream(s))
+	})
 }
 
 // Zero queues the clearing of n bytes on stream s.
@@ -73,33 +75,25 @@ func (c *Comm) Zero(dst uint64, n int, s uintptr) error {
 	if n == 0 {
 		return nil
 	}
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
-	return driver.MemsetD8Async(driver.DevicePtr(dst), 0, n, driver.Stream(s))
+	return c.onThread(func() error { return driver.MemsetD8Async(driver.DevicePtr(dst), 0, n, driver.Stream(s)) })
 }
 
 // Fence records, on stream s, the point a later WaitFence waits for: the
 // end of a call across hosts, whose scratch the next call reuses. An event
 // of the communicator's own, since the caller may destroy s meanwhile.
 func (c *Comm) Fence(s uintptr) error {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.fence == 0 {
-		e, err := driver.EventCreate(driver.EventDisableTiming)
-		if err != nil {
-			return err
+	return c.onThread(func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.fence == 0 {
+			e, err := driver.EventCreate(driver.EventDisableTiming)
+			if err != nil {
+				return err
+			}
+			c.fence = e
 		}
-		c.fence = e
-	}
-	return c.fence.Record(driver.Stream(s))
+		return c.fence.Record(driver.Stream(s))
+	})
 }
 
 // WaitFence waits until the work queued before the last Fence is done, or
@@ -115,16 +109,7 @@ func (c *Comm) WaitFence(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for spins := 0; ; spins++ {
 		var done bool
-		err := func() error {
-			if err := c.current(); err != nil {
-				runtime.UnlockOSThread()
-				return err
-			}
-			defer runtime.UnlockOSThread()
-			var err error
-			done, err = e.Query()
-			return err
-		}()
+		err := c.onThread(func() (err error) { done, err = e.Query(); return err })
 		switch {
 		case err != nil:
 			return err
@@ -143,13 +128,9 @@ func (c *Comm) WaitFence(timeout time.Duration) error {
 }
 
 // Capturing reports whether stream s is capturing a CUDA graph.
-func (c *Comm) Capturing(s uintptr) (bool, error) {
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return false, err
-	}
-	defer runtime.UnlockOSThread()
-	return driver.Stream(s).Capturing()
+func (c *Comm) Capturing(s uintptr) (capturing bool, err error) {
+	err = c.onThread(func() (err error) { capturing, err = driver.Stream(s).Capturing(); return err })
+	return capturing, err
 }
 
 // TreeSum queues on stream s the sum of len(srcs) arrays of n elements of
@@ -163,11 +144,11 @@ func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr
 	if n == 0 {
 		return nil
 	}
-	if err := c.current(); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer runtime.UnlockOSThread()
+	return c.onThread(func() error { return c.treeSum(dt, dst, srcs, n, s) })
+}
+
+// treeSum is TreeSum on the context's thread.
+func (c *Comm) treeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, err := c.treeSums(len(srcs))
