@@ -29,7 +29,7 @@
 //
 // Which path a call takes depends only on its signature (operation, type,
 // sizes) and the world size, so every rank takes the same one; all of them
-// evaluate the same tree on the same values (kernels/collective.cu).
+// evaluate the same tree on the same values (kernels/tree.h).
 //   - LL (images up to llMax, 2 MiB at W=2): one launch; every rank pushes
 //     its input as flagged lines into each peer's memory and polls its own.
 //   - push (larger all-reduces and single-buffer reduce-scatters): the

@@ -10,7 +10,7 @@ import (
 
 // The constants the kernels share with Go are written once, here and in
 // internal/proto, and reach the kernels as a generated header: kernelHeader
-// is prepended to collective.cu when it is compiled (kernels.go), and
+// is prepended to every kernel file when it is compiled (kernels.go), and
 // kernels/proto.h holds the same text for readers and for nvcc
 // (TestKernelHeaderCurrent keeps it current; go generate rewrites it).
 //
@@ -83,6 +83,7 @@ func headerGroups() []struct {
 			{"DC_F_LL", flagLL, "the whole call in one launch, by the LL protocol"},
 			{"DC_F_SENT", flagSent, "push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer"},
 			{"DC_F_WAIT_SENT", flagWaitSent, "push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)"},
+			{"DC_F_FROM_INPUT", flagFromInput, "W=1 (proto.Alone): the tree's one leaf is the input itself"},
 		}},
 		{"Compute modes (layout.go).", []define{
 			{"DC_MODE_NONE", modeNone, ""},

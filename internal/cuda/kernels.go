@@ -1,33 +1,42 @@
 package cuda
 
 import (
-	_ "embed"
+	"embed"
 	"fmt"
-	"slices"
 
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 )
 
-var (
-	//go:embed kernels/ops.h
-	opsSource []byte
-	//go:embed kernels/collective.cu
-	collectiveSource []byte
-	//go:embed kernels/treesum.cu
-	treeSumSource []byte
-)
+// kernelDir holds the kernels' sources (kernels/proto.h, the generated
+// header, is there for readers and nvcc: source writes it afresh).
+//
+//go:embed kernels
+var kernelDir embed.FS
 
-// kernelSource is what NVRTC compiles for the collectives: the generated
-// header (header.go), ops.h, then collective.cu, each file's lines keeping
-// their numbers in compile errors.
-var kernelSource = source("collective.cu", collectiveSource)
+// kernelFiles are the files of the collectives' kernel, in the order
+// NVRTC reads them: each uses only what the files before it declare
+// (collective.cu's first comment says what each holds).
+var kernelFiles = []string{"launch.h", "tree.h", "prims.h", "lines.h", "wait.h", "staging.h", "push.h", "ll.h", "collective.cu"}
 
-// source is a kernel file as NVRTC compiles it: after the generated header
-// and ops.h, which it shares with every other kernel file (NVRTC is given
-// no include path: one text, so that the disk cache keys on all of it).
-func source(name string, text []byte) []byte {
-	return slices.Concat(kernelHeader(), []byte("#line 1 \"ops.h\"\n"), opsSource,
-		[]byte(fmt.Sprintf("#line 1 %q\n", name)), text)
+// kernelSource is what NVRTC compiles for the collectives.
+var kernelSource = source(kernelFiles...)
+
+// source is the text NVRTC compiles for kernel files: the generated
+// header (header.go), ops.h, which every kernel shares, then the files,
+// each file's lines keeping their numbers in compile errors. NVRTC is
+// given no include path: one text, so that the disk cache keys on all of
+// it.
+func source(files ...string) []byte {
+	b := kernelHeader()
+	for _, name := range append([]string{"ops.h"}, files...) {
+		text, err := kernelDir.ReadFile("kernels/" + name)
+		if err != nil {
+			panic(err) // embedded at build time: cannot be missing
+		}
+		b = append(b, fmt.Sprintf("#line 1 %q\n", name)...)
+		b = append(b, text...)
+	}
+	return b
 }
 
 // compileOptions are the NVRTC options of the kernels besides the

@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// kernelSpan returns the source of collective.cu from the first line that
-// matches start up to the next line that is exactly "}" or "};".
+// kernelSpan returns the source of the collectives' kernel from the first
+// line that matches start up to the next line that is exactly "}" or "};".
 func kernelSpan(t *testing.T, start string) string {
 	t.Helper()
-	src := string(collectiveSource)
+	src := string(kernelSource)
 	loc := regexp.MustCompile(`(?m)^` + start).FindStringIndex(src)
 	if loc == nil {
-		t.Fatalf("collective.cu has no line matching %q", start)
+		t.Fatalf("the kernel has no line matching %q", start)
 	}
 	end := regexp.MustCompile(`(?m)^\};?$`).FindStringIndex(src[loc[1]:])
 	if end == nil {

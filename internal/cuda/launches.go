@@ -8,7 +8,7 @@ import (
 
 // How a path's schedule (proto.Schedule) becomes kernel launches. A launch
 // runs a run of the schedule's steps, each carried by a flag of struct
-// Args (kernels/collective.cu, run): the kernel takes them in the
+// Args (kernels/launch.h): the kernel takes them in the
 // schedule's order. A new launch starts at every wait that follows work
 // or a publish, because a wait is where a launch's blocks must all have
 // finished what came before (the stream orders launches; nothing orders
@@ -42,9 +42,9 @@ var shapes = func() (t [numShapePaths][2][]shape) {
 
 // shapePaths are the paths the cuda backend runs as launches of their own
 // (LL is one launch by construction; Streamed is the cpu backend's).
-var shapePaths = []proto.Path{proto.OneShot, proto.TwoPhase, proto.ReserveOnly, proto.Push, proto.PushScatter}
+var shapePaths = []proto.Path{proto.OneShot, proto.TwoPhase, proto.ReserveOnly, proto.Push, proto.PushScatter, proto.Alone}
 
-const numShapePaths = proto.PushScatter + 1
+const numShapePaths = proto.Alone + 1
 
 // launchShapes returns the launches of path; the slice is shared.
 func launchShapes(path proto.Path, staged bool) []shape {
@@ -103,6 +103,8 @@ func stepFlag(path proto.Path, s proto.Step) uint32 {
 		return flagCompute // the push modes copy the input into the peers' staging
 	case s.Action == proto.CopyIn:
 		return flagCopyIn
+	case s.Action == proto.Compute && path == proto.Alone:
+		return flagCompute | flagFromInput
 	case s.Action == proto.Compute || s.Action == proto.ReduceShard || s.Action == proto.Gather:
 		return flagCompute
 	case s.Action == proto.Sign || s.Action == proto.CheckSignatures:

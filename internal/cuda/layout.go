@@ -3,8 +3,9 @@ package cuda
 import "github.com/detcoll/detcoll/internal/proto"
 
 // The layout of a rank's buffer and of the host-mapped error record, and
-// the kernels' flags, modes and codes. They mirror the #defines of
-// kernels/collective.cu (layout_test.go checks that they agree).
+// the kernels' flags, modes and codes. The kernels get them as a header
+// generated from these (header.go, kernels/proto.h); struct Args of
+// kernels/launch.h mirrors kernelArgs (layout_test.go checks the layout).
 const (
 	maxWorld = 64  // ranks: the missing-rank mask is one 64-bit word
 	maxWork  = 8   // buffers per launch
@@ -51,17 +52,18 @@ const (
 // Launch flags: the protocol steps one launch takes. Every launch of a
 // call has seq = own done + 1.
 const (
-	flagReserve  = 1 << iota // wait until every peer's done >= seq-1
-	flagCopyIn               // copy the inputs into the staging
-	flagPublish              // write the signature, stage = seq
-	flagReady                // wait until every peer's stage >= seq, compare signatures
-	flagWaitRed              // wait until every peer's reduced >= seq
-	flagCompute              // produce the outputs (mode)
-	flagReduced              // reduced = seq
-	flagDone                 // done = seq
-	flagLL                   // the whole call in one launch, by the LL protocol
-	flagSent                 // push path: sent1 (push modes) or sent2 (modeRPush) = seq at every peer
-	flagWaitSent             // push path: wait until sent1 (rpush modes) or sent2 (modeGPushed) >= seq
+	flagReserve   = 1 << iota // wait until every peer's done >= seq-1
+	flagCopyIn                // copy the inputs into the staging
+	flagPublish               // write the signature, stage = seq
+	flagReady                 // wait until every peer's stage >= seq, compare signatures
+	flagWaitRed               // wait until every peer's reduced >= seq
+	flagCompute               // produce the outputs (mode)
+	flagReduced               // reduced = seq
+	flagDone                  // done = seq
+	flagLL                    // the whole call in one launch, by the LL protocol
+	flagSent                  // push path: sent1 (push modes) or sent2 (modeRPush) = seq at every peer
+	flagWaitSent              // push path: wait until sent1 (rpush modes) or sent2 (modeGPushed) >= seq
+	flagFromInput             // proto.Alone: the tree's one leaf is the input itself, not the staging
 )
 
 // llSlot is the bytes of one LL receive slot for images of up to llMax
@@ -80,7 +82,7 @@ const (
 	modeGather   // out[p*n:] = staging_p[off:]
 	modeGShards  // out[shard p] = staging_p[shard p]: large all-reduce, phase 2
 	modeBcast    // out = staging_root[off:] on every rank but the root
-	// The push path (kernels/collective.cu, push_compute).
+	// The push path (kernels/push.h).
 	modePush    // copy input part p into rank p's staging
 	modeRPush   // sum this rank's part, store it to the output and every peer's staging
 	modeGPushed // copy the peers' sums from the staging into the output

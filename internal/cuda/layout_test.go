@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"regexp"
 	"testing"
@@ -32,8 +33,8 @@ func TestKernelHeaderCurrent(t *testing.T) {
 	}
 }
 
-// TestKernelConstantsWrittenOnce: collective.cu defines none of the
-// constants the header carries (a second copy could drift from Go's).
+// TestKernelConstantsWrittenOnce: no kernel file defines a constant the
+// header carries (a second copy could drift from Go's).
 func TestKernelConstantsWrittenOnce(t *testing.T) {
 	shared := map[string]bool{}
 	for _, g := range headerGroups() {
@@ -44,10 +45,42 @@ func TestKernelConstantsWrittenOnce(t *testing.T) {
 			shared[d.name] = true
 		}
 	}
-	for _, m := range regexp.MustCompile(`(?m)^#define (DC_\w+)`).FindAllStringSubmatch(string(collectiveSource), -1) {
-		if shared[m[1]] {
-			t.Errorf("collective.cu defines %s, which the generated header carries", m[1])
+	files, err := fs.Glob(kernelDir, "kernels/*")
+	if err != nil || len(files) < len(kernelFiles)+2 {
+		t.Fatalf("kernel files %v (%v)", files, err)
+	}
+	for _, name := range files {
+		if name == "kernels/proto.h" {
+			continue
 		}
+		text, err := kernelDir.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^#define (DC_\w+)`).FindAllStringSubmatch(string(text), -1) {
+			if shared[m[1]] {
+				t.Errorf("%s defines %s, which the generated header carries", name, m[1])
+			}
+		}
+	}
+}
+
+// TestKernelFilesAllCompiled: every kernel file but the header is in the
+// text of one kernel (a file left out of kernelFiles would be dead code
+// that reads as live).
+func TestKernelFilesAllCompiled(t *testing.T) {
+	used := map[string]bool{"kernels/proto.h": true, "kernels/ops.h": true, "kernels/treesum.cu": true}
+	for _, name := range kernelFiles {
+		used["kernels/"+name] = true
+	}
+	files, _ := fs.Glob(kernelDir, "kernels/*")
+	for _, name := range files {
+		if !used[name] {
+			t.Errorf("%s is in no kernel's source", name)
+		}
+	}
+	if !bytes.Contains(kernelSource, []byte("#line 1 \"ll.h\"\n")) {
+		t.Errorf("the collectives' source lacks ll.h")
 	}
 }
 

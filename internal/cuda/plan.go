@@ -69,10 +69,10 @@ type planner struct {
 func (p planner) path(req *base.DeviceRequest, buffers, total int) proto.Path {
 	allReduce := req.Op == base.OpAllReduce || req.Op == base.OpAllReduceStaged
 	switch {
+	case p.world == 1:
+		return proto.Alone
 	case buffers <= maxWork && total <= p.llMax:
 		return proto.LL
-	case p.world == 1:
-		return proto.OneShot
 	case req.Op == base.OpAllReduce:
 		return proto.Push
 	case (req.Op == base.OpReduceScatter || req.Op == base.OpReduceScatterMany) && buffers == 1:
@@ -110,6 +110,9 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 		}
 		grid, window := p.llGrid(total)
 		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: grid, flags: flagLL, mode: opMode(req.Op), work: works, window: window}}
+	}
+	if path == proto.Alone && staged {
+		works[0].In = p.staging // the input lies in the staging, where Stage put it
 	}
 	shapes := launchShapes(path, staged)
 	chunks := chunk(works)

@@ -41,7 +41,10 @@ func TestPlanPaths(t *testing.T) {
 		{"small all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 2, []uint32{modeReduce}},
 		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []uint32{modePush, modeRPush, modeGPushed}},
 		{"large reduce-scatter", &base.DeviceRequest{Op: base.OpReduceScatter, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(1<<30, 1<<19)}, 2, []uint32{modePushRS, modeRPushRS}},
-		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeNone, modeReduce}},
+		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeReduce}},
+		{"small all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 1, []uint32{modeReduce}},
+		{"gather many W=1, chunked", many(base.OpAllGatherMany, 10, 64, 1), 1, []uint32{modeGather, modeGather}},
+		{"large staged W=1", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 1, []uint32{modeReduce}},
 		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
 		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []uint32{modeReduce}},
 		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10), Out: buf(1<<20, 128<<10)}, 2, []uint32{modeGather}},
@@ -76,7 +79,7 @@ func TestPlanPaths(t *testing.T) {
 				if len(s.work) > maxWork {
 					t.Errorf("launch %d: %d buffers", i, len(s.work))
 				}
-				for f := uint32(1); f <= flagWaitSent; f <<= 1 {
+				for f := uint32(1); f <= flagFromInput; f <<= 1 {
 					if s.flags&f != 0 {
 						count[f]++
 					}
@@ -86,6 +89,19 @@ func TestPlanPaths(t *testing.T) {
 				t.Errorf("last launch does not publish done: %#x", last.flags)
 			}
 			staged := tc.req.Op == base.OpAllReduceStaged
+			if tc.world == 1 {
+				// Alone: no peer to meet, the outputs straight from the
+				// inputs, in one launch per chunk.
+				for i, s := range steps {
+					if s.flags&^flagDone != flagCompute|flagFromInput {
+						t.Errorf("alone, launch %d has flags %#x", i, s.flags)
+					}
+				}
+				if count[flagDone] != 1 {
+					t.Errorf("flags per call: %v", count)
+				}
+				return
+			}
 			waits := count[flagReady] == 1 // the staging path
 			if steps[0].mode == modePush || steps[0].mode == modePushRS {
 				waits = count[flagReady] == 0 && count[flagWaitSent] == len(steps)-1 && count[flagSent] == len(steps)-1
@@ -104,13 +120,15 @@ func TestPlanPaths(t *testing.T) {
 	}
 }
 
-// TestPlanStagedLLReadsTheStaging: a small staged all-reduce takes its
-// input from this rank's staging.
-func TestPlanStagedLLReadsTheStaging(t *testing.T) {
-	p := testPlanner(0, 2)
-	s := p.plan(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)})
-	if len(s) != 1 || s[0].work[0].In != p.staging {
-		t.Errorf("staged LL call reads %#x, want the staging %#x: %+v", s[0].work[0].In, p.staging, s)
+// TestPlanStagedReadsTheStaging: a staged all-reduce takes its input from
+// this rank's staging, small (LL) or alone (W=1, any size).
+func TestPlanStagedReadsTheStaging(t *testing.T) {
+	for _, tc := range []struct{ world, n int }{{2, 100}, {1, 100}, {1, 1 << 20}} {
+		p := testPlanner(0, tc.world)
+		s := p.plan(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, tc.n)})
+		if len(s) != 1 || s[0].work[0].In != p.staging {
+			t.Errorf("W=%d, %d bytes: the staged call reads %#x, want the staging %#x: %+v", tc.world, tc.n, s[0].work[0].In, p.staging, s)
+		}
 	}
 }
 
@@ -163,6 +181,8 @@ func TestLaunchShapes(t *testing.T) {
 		{proto.Push, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
 		{proto.PushScatter, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
 		{proto.ReserveOnly, false, []uint32{flagReserve}},
+		{proto.Alone, false, []uint32{flagCompute | flagFromInput | flagDone}},
+		{proto.Alone, true, []uint32{flagCompute | flagFromInput | flagDone}},
 	} {
 		var got []uint32
 		var steps []proto.Step

@@ -178,7 +178,7 @@ func (c *Comm) treeSums(leaves int) (*treeSums, error) {
 		return nil, err
 	}
 	opts := append(compileOptions(1, 64), fmt.Sprintf("-DDC_LEAVES=%d", leaves))
-	cubin, err := driver.BuildKernel(source("treesum.cu", treeSumSource), "treesum.cu", arch, opts)
+	cubin, err := driver.BuildKernel(source("treesum.cu"), "treesum.cu", arch, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compile treesum.cu for %s: %w", arch, err)
 	}

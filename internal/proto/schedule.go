@@ -41,12 +41,17 @@ const (
 	Push
 	// PushScatter: Push for a reduce-scatter, which ends at the sum.
 	PushScatter
+	// Alone: a rank with no peers (W = 1) has no one to meet and nothing to
+	// stage: it computes its outputs straight from its inputs (a staged
+	// call's input is its staging), in one pass, and releases. The tree
+	// over one leaf is the leaf, NaN canonical.
+	Alone
 	numPaths
 )
 
 var pathNames = [numPaths]string{
 	OneShot: "one-shot", TwoPhase: "two-phase", Streamed: "streamed", ReserveOnly: "reserve", Closing: "close",
-	LL: "ll", Push: "push", PushScatter: "push-scatter",
+	LL: "ll", Push: "push", PushScatter: "push-scatter", Alone: "alone",
 }
 
 func (p Path) String() string {
@@ -181,6 +186,8 @@ func init() {
 	schedules[Push][0] = cat(pushFront, []Step{{Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, {Action: Gather}, release})
 	schedules[PushScatter][0] = cat(pushFront, []Step{release})
 	schedules[ReserveOnly][0] = reserveOnly
+	schedules[Alone][0] = []Step{compute, release}
+	schedules[Alone][1] = schedules[Alone][0] // Stage reserved; the input is in the staging
 	schedules[Closing][0] = cat([]Step{reserve}, meet, []Step{release, {Action: Await, Word: Done, Phase: PhaseClose}})
 }
 

@@ -3,7 +3,7 @@
 // contract needs are pinned down: acquire/release at system scope,
 // loads through L2 only where peers write) and the arithmetic of one tree
 // node (IEEE adds rounded once to nearest even, no FMA contraction, no
-// flush to zero, NaN canonical). collective.cu and treesum.cu include it;
+// flush to zero, NaN canonical). Every kernel file builds on it;
 // the host puts it before them when it compiles them (kernels.go).
 
 #pragma once

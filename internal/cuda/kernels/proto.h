@@ -51,6 +51,7 @@
 #define DC_F_LL 256  // the whole call in one launch, by the LL protocol
 #define DC_F_SENT 512  // push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer
 #define DC_F_WAIT_SENT 1024  // push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)
+#define DC_F_FROM_INPUT 2048  // W=1 (proto.Alone): the tree's one leaf is the input itself
 
 // Compute modes (layout.go).
 #define DC_MODE_NONE 0

@@ -1,0 +1,84 @@
+// launch.h: what one launch of collective.cu's kernel is given (Args) and
+// what each of its blocks keeps while it runs (State), for every protocol.
+
+#ifndef DC_WORLD
+#error "compile with -DDC_WORLD=<world size>"
+#endif
+static_assert(DC_WORLD >= 1 && DC_WORLD <= DC_MAX_WORLD, "world size out of range");
+constexpr int kWorld = DC_WORLD;
+
+// One buffer of a call: bytes staged per rank from in (0: nothing to copy)
+// at offset off of the staging, and the output.
+struct Work {
+  u64 in, out, bytes, off;
+};
+
+// The kernel's one parameter. Must match kernelArgs in launches.go.
+struct Args {
+  u64 self;     // this rank's buffer: control block, then staging
+  u64 host;     // the host-mapped error record
+  u64 timeout;  // ns
+  u64 count, layout;
+  u64 ll;      // offset of the LL area in every rank's buffer
+  u64 window;  // LL: bytes of the image each block handles
+  u32 op, dtype, root, nbuf;  // with count and layout: the signature
+  u32 rank, flags, mode, nwork;
+  Work work[DC_MAX_WORK];
+};
+
+// State is what a block of a launch keeps in shared memory for all its
+// threads: set up by run (collective.cu) and passed to every function that
+// reads or writes it, so that nothing reaches it but through its
+// parameters.
+struct State {
+  u64 ctrl[kWorld];    // every rank's buffer, as mapped here
+  u64 pay[kWorld];     // every rank's staging (LL: scratch image): the leaves of the tree
+  u64 seq;             // this call's sequence value
+  volatile int fail;   // a thread of this block found a failure (or the rank was poisoned)
+  u32 code[kWorld];    // per peer: what a failed wait on it records, with aux
+  u64 aux[kWorld];
+  u64 ack[kWorld];     // LL: the peers' acks as the launch began
+  u64 mirror[kWorld];  // push path: where reduce_range also stores, per peer (0: none)
+  // The peers' signatures as their LL headers brought them (word k of rank
+  // p at p * DC_SIG_WORDS + k, valid where sig_ok is set): what record
+  // reports for a peer whose control block holds an older signature.
+  u64 sig[kWorld * DC_SIG_WORDS];
+  unsigned char sig_ok[kWorld * DC_SIG_WORDS];
+  int last;  // last_block's verdict
+  u32 win;   // LL: the window this block handles (its ticket)
+  // The block's poller (poll_block) and what it found, for every waiter of
+  // the block: per peer a code to record and its aux word, the abort word,
+  // and whether this rank's own status is set.
+  u32 poll_lock;
+  volatile u64 polled, abort_polled;  // %globaltimer of the last poll, abort read
+  volatile u32 pcode[kWorld];
+  volatile u64 paux[kWorld];
+  volatile u64 pabort;
+  volatile int pown;
+};
+
+__device__ __forceinline__ u64 gtid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ u64 gstride() { return (u64)gridDim.x * blockDim.x; }
+
+// shard returns the bytes [lo, hi) of an n-byte all-reduce that rank p sums
+// in place: equal whole 64-byte lines, the last shard shorter. It must
+// agree with every rank; any split gives the same bits.
+__device__ __forceinline__ void shard(int p, u64 n, u64* lo, u64* hi) {
+  u64 per = (n + kWorld - 1) / kWorld;
+  per = (per + DC_SHARD_ALIGN - 1) / DC_SHARD_ALIGN * DC_SHARD_ALIGN;
+  *lo = p * per < n ? p * per : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+// own_signature writes this rank's signature of call seq: what every peer
+// must agree with before any output is written (contract section 5).
+__device__ void own_signature(const Args& a, u64 seq, u64* w) {
+  w[0] = a.op;
+  w[1] = a.dtype;
+  w[2] = a.count;
+  w[3] = a.root;
+  w[4] = a.nbuf;
+  w[5] = a.layout;
+  w[6] = seq;
+  w[7] = 0;
+}

@@ -1,0 +1,73 @@
+// staging.h: the staging path (launches.go, proto.OneShot and
+// proto.TwoPhase): every rank copies its inputs into its staging, and every
+// rank reads the peers' stagings.
+
+// staged_compute produces the outputs of w from the stagings (the
+// COMPUTE step of a staging-path launch, by mode), or, alone (W=1,
+// DC_F_FROM_INPUT), straight from the input: the one leaf is then the
+// input's 16-byte line, with the input at off in it, so that the vector
+// loads stay aligned wherever the output and the input agree modulo 16.
+template <class E>
+__device__ void staged_compute(const Args& a, State& s, const Work& w) {
+  u64 input[1], off = w.off;
+  const u64* leaf = s.pay;
+  if constexpr (kWorld == 1)
+    if (a.flags & DC_F_FROM_INPUT) {
+      input[0] = w.in & ~15ull;
+      off = w.in & 15;
+      leaf = input;
+    }
+  const u64 own = leaf[a.rank], g = gtid(), st = gstride();
+  switch (a.mode) {
+    case DC_MODE_GATHER:
+      for (int p = 0; p < kWorld; p++) copy_bytes(w.out + p * w.bytes, leaf[p] + off, w.bytes, g, st);
+      break;
+    case DC_MODE_GSHARDS:
+      for (int p = 0; p < kWorld; p++) {
+        u64 lo, hi;
+        shard(p, w.bytes, &lo, &hi);
+        copy_bytes(w.out + lo, leaf[p] + off + lo, hi - lo, g, st);
+      }
+      break;
+    case DC_MODE_BCAST:
+      if (a.rank != a.root) copy_bytes(w.out, leaf[a.root] + off, w.bytes, g, st);
+      break;
+    default:
+      if constexpr (E::reduces) {
+        constexpr u64 S = sizeof(typename E::T);
+        if (a.mode == DC_MODE_REDUCE) {
+          reduce_range<E>(leaf, s.mirror, w.out, off, w.bytes / S, g, st);
+        } else if (a.mode == DC_MODE_RSHARD) {
+          const u64 n = w.bytes / kWorld;
+          reduce_range<E>(leaf, s.mirror, w.out, off + a.rank * n, n / S, g, st);
+        } else if (a.mode == DC_MODE_RINPLACE) {
+          u64 lo, hi;
+          shard(a.rank, w.bytes, &lo, &hi);
+          reduce_range<E>(leaf, s.mirror, own + off + lo, off + lo, (hi - lo) / S, g, st);
+        }
+      }
+  }
+}
+
+// publish_stage writes this call's signature, then stage = seq: the
+// release orders the signature before it for a peer that acquires stage.
+__device__ void publish_stage(const Args& a, u64 seq) {
+  u64 mine[DC_SIG_WORDS];
+  own_signature(a, seq, mine);
+  for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
+  st_release(a.self + DC_OFF_STAGE, seq);
+}
+
+// publish_done sets done = seq here and pushes it into every peer's ack
+// array. Called by every thread of the last block, after last_block.
+// Alone (W=1), done is read only by this rank's later launches, which the
+// stream orders after this one: a plain store is enough.
+__device__ void publish_done(const Args& a, State& s, u64 seq) {
+  const u32 t = threadIdx.x;
+  if (t >= kWorld) return;
+  const u64 p = t == a.rank ? a.self + DC_OFF_DONE : s.ctrl[t] + DC_OFF_ACK + 8 * a.rank;
+  if constexpr (kWorld == 1)
+    st_vol(p, seq);
+  else
+    st_release(p, seq);
+}
