@@ -185,14 +185,19 @@ func (c *Comm) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
-	if c.dev != nil {
-		if c.Err() == nil {
-			// The scratch must outlive the work queued on it; after a
-			// failure that work was aborted.
-			if err := c.dev.WaitFence(c.timeout); err != nil {
-				c.fail(err)
-			}
+	if c.dev != nil && c.Err() == nil {
+		// The scratch must outlive the work queued on it; after a
+		// failure that work was aborted.
+		if err := c.dev.WaitFence(c.timeout); err != nil {
+			c.fail(err)
 		}
+	}
+	if c.Err() == nil {
+		if err := c.closeMeet(ctx); err != nil {
+			c.fail(err)
+		}
+	}
+	if c.dev != nil {
 		// Before the host's communicator closes: its context goes with it.
 		// Unless the rail's engine may still run kernels (an abort that has
 		// not returned): then a free could wait for them forever, and the
@@ -211,6 +216,25 @@ func (c *Comm) Close(ctx context.Context) error {
 	}
 	if ferr := c.Err(); ferr != nil {
 		return ferr
+	}
+	return err
+}
+
+// closeMeet is Close's meeting along the rail: Close is collective
+// (contract section 1), and the host's communicator's Close has only the
+// host's ranks acknowledge it, so the rail's ranks acknowledge it here. A
+// rank lost before its Close fails every other rank's (a kill as the
+// victim entered Close went unnoticed: run 13, results/gpu/levers-2026-12-02).
+func (c *Comm) closeMeet(ctx context.Context) error {
+	mctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	c.seq, c.op = c.seq+1, base.OpClose
+	start := time.Now()
+	err := c.railGather(mctx, []byte{1}, make([]byte, c.hosts))
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &base.TimeoutError{Op: base.OpClose, After: time.Since(start).Round(time.Millisecond),
+			Phase: fmt.Sprintf("waiting for the other hosts to close (the rail of local rank %d)", c.g)}
 	}
 	return err
 }

@@ -488,6 +488,28 @@ func TestAbortEndsARailWait(t *testing.T) {
 	}
 }
 
+// TestCloseMeetsTheRail: Close is collective across hosts too: a rank
+// whose rail peer never closes (one lost on the way to its Close) fails
+// its Close, at the caller's deadline, rather than return as if every
+// peer had acknowledged it.
+func TestCloseMeetsTheRail(t *testing.T) {
+	comms := job(t, 2, 1, 1<<16)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := comms[0].Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Close without its peer's: %v; want the deadline", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close returned after %v", d)
+	}
+	// Both closing: the second host's Close meets the first's.
+	if err := comms[1].Close(context.Background()); err != nil {
+		t.Errorf("the peer's Close: %v", err)
+	}
+}
+
 // TestNotPowerOfTwo: three ranks per host are refused, saying why.
 func TestNotPowerOfTwo(t *testing.T) {
 	_, err := hier.New(hier.Config{Hosts: 2, PerHost: 3})
