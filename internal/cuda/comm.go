@@ -186,7 +186,7 @@ func (c *Comm) setupDevice() error {
 			resident = n * sms
 		}
 	}
-	c.plan.maxGrid = maxGrid(resident)
+	c.plan.maxGrid, c.plan.resident = maxGrid(resident), resident
 	c.stream, err = driver.StreamCreate(driver.StreamNonBlocking)
 	c.last = c.stream
 	return err

@@ -60,8 +60,9 @@ type planner struct {
 	staging uint64
 	// block is the threads per block; maxGrid caps the blocks of a launch
 	// (loops stride over the rest): half the blocks the GPU holds at once
-	// (comm.go, maxGrid).
-	block, maxGrid int
+	// (comm.go, maxGrid). resident is all of them: the cap of a launch
+	// that never waits (proto.Alone), which no other launch can starve.
+	block, maxGrid, resident int
 }
 
 // path returns the protocol path of a call (internal/proto). It depends
@@ -111,6 +112,9 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 		grid, window := p.llGrid(total)
 		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: grid, flags: flagLL, mode: opMode(req.Op), work: works, window: window}}
 	}
+	if path == proto.Alone && req.Op == base.OpBroadcast {
+		return nil // in place, and the root's own: nothing moves, and no peer awaits a word
+	}
 	if path == proto.Alone && staged {
 		works[0].In = p.staging // the input lies in the staging, where Stage put it
 	}
@@ -126,7 +130,11 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 			if i < len(chunks)-1 {
 				f &^= publishFlags // and its publishes once, by the last
 			}
-			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: p.gridOf(req, sh.work, c, total), flags: f, mode: workMode(path, sh.work, req.Op), work: c})
+			grid := p.gridOf(req, sh.work, c, total)
+			if path == proto.Alone {
+				grid = p.gridUpTo(maxBytes(c), max(p.maxGrid, p.resident))
+			}
+			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: grid, flags: f, mode: workMode(path, sh.work, req.Op), work: c})
 		}
 	}
 	return steps
@@ -217,9 +225,12 @@ func (p planner) llGrid(n int) (grid, window int) {
 
 // grid returns the blocks for a launch that moves n bytes per buffer: one
 // thread per 16-byte vector, at least one block, at most maxGrid.
-func (p planner) grid(n int) int {
+func (p planner) grid(n int) int { return p.gridUpTo(n, p.maxGrid) }
+
+// gridUpTo is grid with at most limit blocks.
+func (p planner) gridUpTo(n, limit int) int {
 	per := 16 * p.block
-	return max(1, min(p.maxGrid, (n+per-1)/per))
+	return max(1, min(limit, (n+per-1)/per))
 }
 
 // chunk splits works into launches of at most maxWork buffers; a call of

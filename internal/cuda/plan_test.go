@@ -10,7 +10,7 @@ import (
 )
 
 func testPlanner(rank, world int) planner {
-	return planner{rank: rank, world: world, llMax: 64 << 10, llWindow: 16 << 10, staging: 1 << 40, block: 512, maxGrid: 264}
+	return planner{rank: rank, world: world, llMax: 64 << 10, llWindow: 16 << 10, staging: 1 << 40, block: 512, maxGrid: 264, resident: 528}
 }
 
 func buf(addr uint64, n int) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr, Len: n}} }
@@ -163,6 +163,29 @@ func TestPlanGrid(t *testing.T) {
 	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {8192, 1}, {8193, 2}, {1 << 30, 264}} {
 		if got := p.grid(tc.n); got != tc.want {
 			t.Errorf("grid(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+// TestPlanAloneBroadcastLaunchesNothing: at W=1 a broadcast is in place at
+// its root: no byte moves, so nothing is launched.
+func TestPlanAloneBroadcastLaunchesNothing(t *testing.T) {
+	req := &base.DeviceRequest{Op: base.OpBroadcast, DType: num.Float32Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}
+	if s := testPlanner(0, 1).plan(req); len(s) != 0 {
+		t.Errorf("W=1 broadcast: %+v; want no launch", s)
+	}
+}
+
+// TestPlanAloneFillsTheGPU: a launch that never waits (W=1) may take every
+// block the GPU holds at once; one that may wait takes at most half.
+func TestPlanAloneFillsTheGPU(t *testing.T) {
+	req := &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float32Type, In: buf(4096, 64<<20), Out: buf(1<<30, 64<<20)}
+	if s := testPlanner(0, 1).plan(req); len(s) != 1 || s[0].grid != 528 {
+		t.Errorf("alone: %+v; want one launch of 528 blocks", s)
+	}
+	for _, s := range testPlanner(0, 2).plan(req) {
+		if s.grid > 264 {
+			t.Errorf("W=2: a launch of %d blocks, over half the GPU", s.grid)
 		}
 	}
 }

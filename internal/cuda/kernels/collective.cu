@@ -18,6 +18,7 @@
 //   staging.h   the staging path: stage, then read the peers' stagings
 //   push.h      the push path: write parts to their reducers, sums back
 //   ll.h        the LL protocol: a small call in one launch
+//   alone.h     W=1: the outputs straight from the inputs
 //   then this file.
 //
 // One kernel body runs every step of the protocol of the contract's section
@@ -77,6 +78,11 @@
 // proto's schedule, or the whole call by LL.
 template <class E>
 __device__ void run(const Args& a, State& s) {
+  if constexpr (kWorld == 1)
+    if (a.flags & DC_F_FROM_INPUT) {
+      run_alone<E>(a, s);
+      return;
+    }
   const u32 t = threadIdx.x, nt = blockDim.x;
   const bool ll = a.flags & DC_F_LL;
   const u64 scratch = a.self + a.ll + 2ull * kWorld * DC_LL_SLOT;  // LL: the scratch images

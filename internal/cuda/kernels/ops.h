@@ -51,6 +51,11 @@ __device__ __forceinline__ u32 atom_add(u64 p, u32 v) {
   asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
+// red_add adds v at p without returning the old value: nothing waits for
+// the memory's answer.
+__device__ __forceinline__ void red_add(u64 p, u64 v) {
+  asm volatile("red.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 __device__ __forceinline__ void atom_zero(u64 p) {
   u32 old;
   asm volatile("atom.global.exch.b32 %0, [%1], 0;" : "=r"(old) : "l"(p) : "memory");

@@ -1,0 +1,15 @@
+// alone.h: a rank with no peers (W=1, proto.Alone): the outputs straight
+// from the inputs, in one launch.
+
+// run_alone is run for an Alone launch. With no one to meet and nothing
+// to wait for, the launch reads neither its control block nor the peer
+// table: done, which only this rank's later launches read (the stream
+// orders them after this one), is counted up in place rather than read
+// and written, and the status word is never set at W=1 (only waits and
+// signature checks set it, and an Alone call has neither). The launch's
+// only trip to memory and back is its data's.
+template <class E>
+__device__ void run_alone(const Args& a, State& s) {
+  for (u32 k = 0; k < a.nwork; k++) staged_compute<E>(a, s, a.work[k]);
+  if ((a.flags & DC_F_DONE) && blockIdx.x == 0 && threadIdx.x == 0) red_add(a.self + DC_OFF_DONE, 1);
+}
