@@ -118,6 +118,12 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 	if path == proto.Alone && staged {
 		works[0].In = p.staging // the input lies in the staging, where Stage put it
 	}
+	if path == proto.Alone && len(works) <= maxWork {
+		// One launch, as launchShapes(Alone) has it, without its chunking's
+		// allocations: the host path of every W=1 call.
+		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: p.gridUpTo(maxBytes(works), max(p.maxGrid, p.resident)),
+			flags: launchShapes(path, staged)[0].flags, mode: opMode(req.Op), work: works}}
+	}
 	shapes := launchShapes(path, staged)
 	chunks := chunk(works)
 	steps := make([]step, 0, len(shapes)*len(chunks))
