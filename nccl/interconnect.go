@@ -66,7 +66,6 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 	}
 	ic := &Interconnect{m: m, hosts: hosts, host: host, perHost: perHost, timeout: o.Timeout, dev: dev, cuctx: cuctx,
 		done: make(chan struct{}), stop: make(chan struct{})}
-	watching := false
 	defer func() {
 		if err == nil {
 			return
@@ -75,10 +74,6 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 		// bounded, as fail's is, and what NCCL may still use is left to
 		// the process's end.
 		ic.fail(err)
-		if watching {
-			close(ic.stop)
-			ic.wg.Wait()
-		}
 		if !ic.abortDone(0) {
 			return
 		}
@@ -124,59 +119,7 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 	}
 	ic.wg.Add(1)
 	go ic.watch()
-	watching = true
-	if err := ic.connect(ctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = &base.TimeoutError{Op: base.OpOpen, After: ic.timeout,
-				Phase: fmt.Sprintf("connecting the rail of local rank %d (%d hosts)", o.Rank%perHost, hosts)}
-		}
-		return nil, err
-	}
 	return ic, nil
-}
-
-// connect makes, while Open's bounds apply, every NCCL connection the
-// rail will use: the signatures' all-gather, the data's all-gather and,
-// where hier halves (four or more hosts, a power of two), the data's
-// exchange with the host at each distance 1, 2, 4, ... NCCL connects
-// peers at their first operation, not in ncclCommInitRank: a rank killed
-// while its peers connected to it, in the first calls, left their
-// ncclCommAbort waiting, and every cuMemFree of their processes behind it
-// (run 13's kills 200 ms into Open, results/gpu/levers-2026-12-02).
-func (ic *Interconnect) connect(ctx context.Context) error {
-	const n = 8
-	if err := ic.AllGather(ctx, make([]byte, n), make([]byte, n*ic.hosts)); err != nil {
-		return err
-	}
-	ic.mu.Lock()
-	defer ic.mu.Unlock()
-	// The gather left ic.buf, n + n*hosts bytes on the GPU, free again.
-	send, recv := ic.buf, ic.buf+n
-	var ncclErr error
-	if err := ic.onDevice(func() error {
-		if ncclErr = ic.data.AllGather(send, recv, n, ncclapi.Uint8, ic.stream); ncclErr != nil {
-			return nil
-		}
-		if ic.hosts < 4 || ic.hosts&(ic.hosts-1) != 0 {
-			return nil
-		}
-		for d := 1; d < ic.hosts && ncclErr == nil; d <<= 1 {
-			if ncclErr = ncclapi.GroupStart(); ncclErr != nil {
-				return nil
-			}
-			ncclErr = errors.Join(
-				ic.data.Send(send, n, ncclapi.Uint8, ic.host^d, ic.stream),
-				ic.data.Recv(recv, n, ncclapi.Uint8, ic.host^d, ic.stream),
-				ncclapi.GroupEnd())
-		}
-		return nil
-	}); err != nil {
-		return ic.fail(fmt.Errorf("nccl: connecting the rail: %w", err))
-	}
-	if ncclErr != nil {
-		return ic.failNCCL(fmt.Errorf("nccl: connecting the rail: %w", ncclErr))
-	}
-	return ic.wait(ctx)
 }
 
 // initComm is ncclCommInitRank of one of the rail's communicators, which

@@ -70,8 +70,10 @@ type (
 	settler interface{ Settled(d time.Duration) bool }
 )
 
-// settleWait bounds Close's wait for a rail's abort to return.
-const settleWait = 5 * time.Second
+// settleWait bounds Close's wait for a rail's abort to return. The rail's
+// failure has given the abort its own bound already (package nccl: 2 s);
+// one that outlives both is taken as stuck, and the scratch is left.
+const settleWait = time.Second
 
 // dbuf is a scratch buffer of device memory.
 type dbuf struct {
