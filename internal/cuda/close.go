@@ -30,7 +30,9 @@ const stopWait = 2 * time.Second
 // (and until ctx is done), until every live peer has told it the same,
 // before it frees anything: a peer that never calls Close leaves its
 // buffer mapped here until the bound. Close releases everything, whatever
-// happened, and is idempotent.
+// happened, unless the device stays busy with work that is not this
+// communicator's (settleWait): then it leaves its memory to the process's
+// end rather than wait forever. It is idempotent.
 //
 // Close waits for the whole device (cuCtxSynchronize), not one stream: it
 // does not know every stream the calls went to. Do not call it while
@@ -59,15 +61,25 @@ func (c *Comm) Close(ctx context.Context) error {
 		}
 	}
 	failed := err != nil || c.Err() != nil
+	settled := true
 	if failed {
 		c.raiseAbort(c.Err())
-		driver.CtxSynchronize() // the kernels exit at the abort word
-		c.awaitStopped(ctx)
+		// This communicator's kernels exit at the abort word; one that is
+		// not its own may still hold the device: NCCL's, across hosts,
+		// when its abort does not return (results/gpu/levers-2026-12-02,
+		// runs 16 and 17). Freeing then would wait for it forever.
+		if settled = c.settleWithin(settleWait); settled {
+			c.awaitStopped(ctx)
+		}
 	}
 	if c.stopMonitor != nil {
 		close(c.stopMonitor)
 		<-c.monitorDone
 		c.stopMonitor = nil
+	}
+	if !settled {
+		c.log.Warn("close: the device is still busy with work that is not this communicator's; its buffers are left to the process's end")
+		return err
 	}
 	c.unmapPeers()
 	if !failed && c.world > 1 {
@@ -79,6 +91,33 @@ func (c *Comm) Close(ctx context.Context) error {
 	}
 	c.release()
 	return err
+}
+
+// settleWait bounds Close's wait, on a failed communicator, for the
+// device to finish its work once the abort word is up.
+const settleWait = 2 * time.Second
+
+// settleWithin waits up to d for the device to finish all its work, and
+// reports whether it did. The wait runs on a thread of its own, which a
+// device that never finishes keeps; the caller holds the context
+// current.
+func (c *Comm) settleWithin(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer runtime.UnlockOSThread()
+		if c.current() == nil {
+			driver.CtxSynchronize()
+		}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // awaitStopped tells every peer that this rank's kernels have stopped (a
