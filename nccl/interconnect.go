@@ -377,15 +377,14 @@ func (ic *Interconnect) Abort(cause error) { ic.fail(cause) }
 // stopped by then (a free waiting on them while ncclCommAbort waited on
 // the free hung a survivor of a kill).
 //
-// ncclCommAbort takes its time: 0.5 to 2.2 s after a peer's death in
-// NCCL alone, on one GPU shared by two virtual hosts, longer with more
-// work queued (results/gpu/levers-2026-12-02, runs 17 and 18). A free or a
-// context-wide synchronize that starts before it returns waited for NCCL's
-// kernel while the abort never returned (runs 13, 16, 17: the caller had
-// heard of the failure after a 2 s bound). So the bound, abortWait, is
-// long: the failure reaches the caller late rather than into a hang; if
-// NCCL outlives even that, a free may still wait for it (nothing of
-// detcoll's does: its frees wait for Settled).
+// ncclCommAbort itself is bounded, by abortWait. NCCL alone, on one GPU
+// shared by two virtual hosts, aborts 0.5 to 2.2 s after a peer's death
+// (results/gpu/levers-2026-12-02, runs 17 and 18); inside detcoll's
+// processes, in that setup, it was seen not to return at all, with 2 s
+// or 10 s to do it in (runs 13, 16, 17, 19; why is not established). A
+// failure must reach the caller all the same; a free of device memory
+// may then wait for NCCL's kernel (nothing of detcoll's does: its frees
+// wait for Settled, bounded, and leave the memory otherwise).
 func (ic *Interconnect) fail(err error) error {
 	ic.freeMu.Lock()
 	defer ic.freeMu.Unlock()
@@ -415,7 +414,7 @@ func (ic *Interconnect) abortAll() {
 }
 
 // abortWait bounds the wait for ncclCommAbort in fail.
-const abortWait = 10 * time.Second
+const abortWait = 2 * time.Second
 
 // failNCCL fails the rail with an error NCCL returned or reported.
 func (ic *Interconnect) failNCCL(err error) error { return ic.fail(ic.blame(err)) }
