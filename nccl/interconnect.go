@@ -33,10 +33,12 @@ type Interconnect struct {
 
 	mu sync.Mutex // one signature gather at a time; guards stream's use, buf and bufLen
 
-	freeMu   sync.Mutex // the comms are freed once: by an abort or by Close; guards freed, aborted
-	freed    bool
-	aborted  chan struct{} // closed when the abort (fail) or destroy (free) started has returned; nil if none
-	stopping atomic.Bool   // a failure is being recorded: no call may touch the comms
+	freeMu  sync.Mutex // the comms are freed once: by an abort or by Close; guards freed
+	freed   bool
+	aborted atomic.Pointer[chan struct{}] // closed when the abort (fail) or destroy (free) started has returned; nil if none
+	late    atomic.Int32                  // ncclCommInitRanks given up on, still running
+
+	stopping atomic.Bool // a failure is being recorded: no call may touch the comms
 	cause    atomic.Pointer[error]
 	done     chan struct{} // closed at the first failure
 	stop     chan struct{} // ends the watcher
@@ -74,7 +76,9 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 		// bounded, as fail's is, and what NCCL may still use is left to
 		// the process's end.
 		ic.fail(err)
-		if !ic.abortDone(0) {
+		// An ncclCommInitRank given up on aborts its communicator on the
+		// context when it returns: the context stays for it.
+		if !ic.abortDone(0) || ic.late.Load() != 0 {
 			return
 		}
 		ic.onDevice(func() error {
@@ -142,7 +146,9 @@ func (ic *Interconnect) initComm(ctx context.Context, m *member, id ncclapi.Uniq
 		ch <- r
 	}()
 	late := func() {
+		ic.late.Add(1)
 		go func() {
+			defer ic.late.Add(-1)
 			if r := <-ch; r.err == nil {
 				ic.onDevice(r.comm.Abort)
 			}
@@ -477,12 +483,11 @@ func (ic *Interconnect) Settled(d time.Duration) bool { return ic.abortDone(d) }
 
 // abortDone reports whether no abort is running, waiting up to d for one.
 func (ic *Interconnect) abortDone(d time.Duration) bool {
-	ic.freeMu.Lock()
-	aborted := ic.aborted
-	ic.freeMu.Unlock()
-	if aborted == nil {
+	p := ic.aborted.Load() // not under freeMu, which fail holds for abortWait
+	if p == nil {
 		return true
 	}
+	aborted := *p
 	select {
 	case <-aborted:
 		return true
@@ -525,15 +530,16 @@ func (ic *Interconnect) free() {
 // aborted open), not pulled from under it. freeMu is held.
 func (ic *Interconnect) release(end func()) {
 	ic.freed = true
-	ic.aborted = make(chan struct{})
+	aborted := make(chan struct{})
+	ic.aborted.Store(&aborted)
 	go func() {
 		end()
-		close(ic.aborted)
+		close(aborted)
 	}()
 	t := time.NewTimer(abortWait)
 	defer t.Stop()
 	select {
-	case <-ic.aborted:
+	case <-aborted:
 	case <-t.C:
 	}
 }

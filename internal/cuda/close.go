@@ -30,9 +30,10 @@ const stopWait = 2 * time.Second
 // (and until ctx is done), until every live peer has told it the same,
 // before it frees anything: a peer that never calls Close leaves its
 // buffer mapped here until the bound. Close releases everything, whatever
-// happened, unless the device stays busy with work that is not this
-// communicator's (settleWait): then it leaves its memory to the process's
-// end rather than wait forever. It is idempotent.
+// happened; if the device stays busy past settleWait after the abort (with
+// work that need not be this communicator's), Close returns saying so and
+// frees the memory when the device goes idle, rather than wait forever.
+// It is idempotent.
 //
 // Close waits for the whole device (cuCtxSynchronize), not one stream: it
 // does not know every stream the calls went to. Do not call it while
@@ -61,14 +62,14 @@ func (c *Comm) Close(ctx context.Context) error {
 		}
 	}
 	failed := err != nil || c.Err() != nil
-	settled := true
+	var idle <-chan struct{}
 	if failed {
 		c.raiseAbort(c.Err())
-		// This communicator's kernels exit at the abort word; one that is
-		// not its own may still hold the device: NCCL's, across hosts,
-		// when its abort does not return (results/gpu/levers-2026-12-02,
-		// runs 16 and 17). Freeing then would wait for it forever.
-		if settled = c.settleWithin(settleWait); settled {
+		// This communicator's kernels exit at the abort word, but the
+		// device may stay busy with other work: NCCL's, across hosts, when
+		// its abort does not return (results/gpu/levers-2026-12-02, runs
+		// 16 to 19), or the caller's. Freeing now could wait forever.
+		if idle = c.idleWithin(settleWait); idle == nil {
 			c.awaitStopped(ctx)
 		}
 	}
@@ -77,9 +78,18 @@ func (c *Comm) Close(ctx context.Context) error {
 		<-c.monitorDone
 		c.stopMonitor = nil
 	}
-	if !settled {
-		c.log.Warn("close: the device is still busy with work that is not this communicator's; its buffers are left to the process's end")
-		return err
+	if idle != nil {
+		go func() {
+			<-idle // nothing can wait on this memory any more
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.current() == nil {
+				c.unmapPeers()
+				c.release()
+			}
+			runtime.UnlockOSThread()
+		}()
+		return errors.Join(err, fmt.Errorf("cuda: close: the device was still busy %v after the abort; this communicator's memory is freed when it goes idle", settleWait))
 	}
 	c.unmapPeers()
 	if !failed && c.world > 1 {
@@ -97,11 +107,12 @@ func (c *Comm) Close(ctx context.Context) error {
 // device to finish its work once the abort word is up.
 const settleWait = 2 * time.Second
 
-// settleWithin waits up to d for the device to finish all its work, and
-// reports whether it did. The wait runs on a thread of its own, which a
-// device that never finishes keeps; the caller holds the context
-// current.
-func (c *Comm) settleWithin(d time.Duration) bool {
+// idleWithin waits up to d for the device to finish all its work. It
+// returns nil if it did, else a channel closed when it does. The wait
+// runs on a thread of its own, which a device that never finishes keeps.
+// A context that cannot be made current runs nothing more: that counts
+// as idle.
+func (c *Comm) idleWithin(d time.Duration) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -114,9 +125,9 @@ func (c *Comm) settleWithin(d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-done:
-		return true
+		return nil
 	case <-t.C:
-		return false
+		return done
 	}
 }
 

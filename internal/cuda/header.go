@@ -11,7 +11,7 @@ import (
 // The constants the kernels share with Go are written once, here and in
 // internal/proto, and reach the kernels as a generated header: kernelHeader
 // is prepended to every kernel file when it is compiled (kernels.go), and
-// kernels/proto.h holds the same text for readers and for nvcc
+// kernels/proto.h holds the same text for readers
 // (TestKernelHeaderCurrent keeps it current; go generate rewrites it).
 //
 //go:generate go test -run ^TestKernelHeaderCurrent$ . -args -update

@@ -8,7 +8,7 @@ import (
 )
 
 // kernelDir holds the kernels' sources (kernels/proto.h, the generated
-// header, is there for readers and nvcc: source writes it afresh).
+// header, is there for readers: source writes it afresh).
 //
 //go:embed kernels
 var kernelDir embed.FS

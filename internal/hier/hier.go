@@ -225,15 +225,18 @@ func (c *Comm) Close(ctx context.Context) error {
 // host's ranks acknowledge it, so the rail's ranks acknowledge it here. A
 // rank lost before its Close fails every other rank's (a kill as the
 // victim entered Close went unnoticed: run 13, results/gpu/levers-2026-12-02).
+// It is a call's meeting, with Close's signature (as the cpu backend's
+// Close has): a host that makes another call meanwhile gets the same bytes
+// along the rail and a *MismatchError on every rank, not a short read.
 func (c *Comm) closeMeet(ctx context.Context) error {
 	mctx, cancel := context.WithTimeout(c.ctx, c.timeout)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 	c.seq, c.op = c.seq+1, base.OpClose
 	start := time.Now()
-	err := c.railGather(mctx, []byte{1}, make([]byte, c.hosts))
+	err := c.meet(mctx, base.Signature{Op: base.OpClose, Buffers: 1, Seq: c.seq})
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &base.TimeoutError{Op: base.OpClose, After: time.Since(start).Round(time.Millisecond),
+		return &base.TimeoutError{Op: base.OpClose, Seq: c.seq, After: time.Since(start).Round(time.Millisecond),
 			Phase: fmt.Sprintf("waiting for the other hosts to close (the rail of local rank %d)", c.g)}
 	}
 	return err

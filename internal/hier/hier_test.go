@@ -510,6 +510,31 @@ func TestCloseMeetsTheRail(t *testing.T) {
 	}
 }
 
+// TestCloseAgainstACall: a host that closes while another makes a call
+// meets it along the rail with Close's signature: both get a
+// *MismatchError, neither waits out its timeout.
+func TestCloseAgainstACall(t *testing.T) {
+	comms := job(t, 2, 1, 1<<16)
+	dt := num.Float32Type
+	start := time.Now()
+	errs := each(comms, func(r int, c *hier.Comm) error {
+		if r == 0 {
+			return c.Close(context.Background())
+		}
+		in, out := check.Input(9, 1, r, 16, dt), make([]byte, 16*dt.Size())
+		return c.Do(&base.Request{Op: base.OpAllReduce, DType: dt, In: [][]byte{in}, Out: [][]byte{out}})
+	})
+	for r, err := range errs {
+		var me *detcoll.MismatchError
+		if !errors.As(err, &me) {
+			t.Errorf("rank %d: %v; want a *MismatchError", r, err)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v (the timeout is 10 s)", d)
+	}
+}
+
 // TestNotPowerOfTwo: three ranks per host are refused, saying why.
 func TestNotPowerOfTwo(t *testing.T) {
 	_, err := hier.New(hier.Config{Hosts: 2, PerHost: 3})

@@ -72,7 +72,9 @@
 // and the peers' status words. A failed wait or a signature mismatch is
 // recorded once in host-mapped memory (the error record) and in this rank's
 // status word, which peers read; every later launch sees the status and
-// exits at once.
+// exits at once. (At W=1 nothing waits, so nothing fails on the GPU: an
+// Alone launch reads no status and, replayed in a graph after the host
+// poisoned the communicator, computes its outputs as it would have.)
 
 // run takes the steps of a launch that its flags name, in the order of
 // proto's schedule, or the whole call by LL.
@@ -166,8 +168,7 @@ __device__ void run(const Args& a, State& s) {
     push_word(a, s, first ? DC_OFF_SENT2 : DC_OFF_SENT1, seq);
   if ((a.flags & DC_F_REDUCED) && last_block(a, s, DC_OFF_COUNT_REDUCED) && t == 0)
     st_release(a.self + DC_OFF_REDUCED, seq);
-  // Alone (W=1), done releases nothing to anyone (publish_done).
-  if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE, kWorld > 1)) publish_done(a, s, seq);
+  if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
 }
 
 extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_bf16(Args a) {

@@ -13,7 +13,7 @@ struct Work {
   u64 in, out, bytes, off;
 };
 
-// The kernel's one parameter. Must match kernelArgs in launches.go.
+// The kernel's one parameter. Must match kernelArgs in layout.go.
 struct Args {
   u64 self;     // this rank's buffer: control block, then staging
   u64 host;     // the host-mapped error record

@@ -1,10 +1,11 @@
 // prims.h: the two loops that move data: T over the leaves into an
 // output (reduce_range), and a copy (copy_bytes).
 
-// reduce_range writes n elements to dst: element i is T over every rank's
-// staging at byte offset off + i*size. Where dst and off agree modulo 16
-// the body moves 16-byte vectors, with scalar head and tail; otherwise it
-// is all scalar. Each element is the same expression either way. Thread g
+// reduce_range writes n elements to dst: element i is T over every leaf
+// (a rank's staging or scratch image, or the input alone) at byte offset
+// off + i*size. Every leaf is 16-byte aligned; where dst and off agree
+// modulo 16 the body moves 16-byte vectors, with scalar head and tail;
+// otherwise it is all scalar. Each element is the same expression either way. Thread g
 // of st threads takes every st-th vector (the grid, or one block).
 //
 // With MIRROR each result is also stored at mirror[p] + its offset for

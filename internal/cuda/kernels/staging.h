@@ -60,14 +60,7 @@ __device__ void publish_stage(const Args& a, u64 seq) {
 
 // publish_done sets done = seq here and pushes it into every peer's ack
 // array. Called by every thread of the last block, after last_block.
-// Alone (W=1), done is read only by this rank's later launches, which the
-// stream orders after this one: a plain store is enough.
 __device__ void publish_done(const Args& a, State& s, u64 seq) {
   const u32 t = threadIdx.x;
-  if (t >= kWorld) return;
-  const u64 p = t == a.rank ? a.self + DC_OFF_DONE : s.ctrl[t] + DC_OFF_ACK + 8 * a.rank;
-  if constexpr (kWorld == 1)
-    st_vol(p, seq);
-  else
-    st_release(p, seq);
+  if (t < kWorld) st_release(t == a.rank ? a.self + DC_OFF_DONE : s.ctrl[t] + DC_OFF_ACK + 8 * a.rank, seq);
 }
