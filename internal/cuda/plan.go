@@ -121,7 +121,7 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 	if path == proto.Alone && len(works) <= maxWork {
 		// One launch, as launchShapes(Alone) has it, without its chunking's
 		// allocations: the host path of every W=1 call.
-		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: p.gridUpTo(maxBytes(works), max(p.maxGrid, p.resident)),
+		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: p.aloneGrid(works),
 			flags: launchShapes(path, staged)[0].flags, mode: opMode(req.Op), work: works}}
 	}
 	shapes := launchShapes(path, staged)
@@ -138,7 +138,7 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 			}
 			grid := p.gridOf(req, sh.work, c, total)
 			if path == proto.Alone {
-				grid = p.gridUpTo(maxBytes(c), max(p.maxGrid, p.resident))
+				grid = p.aloneGrid(c)
 			}
 			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: grid, flags: f, mode: workMode(path, sh.work, req.Op), work: c})
 		}
@@ -232,6 +232,12 @@ func (p planner) llGrid(n int) (grid, window int) {
 // grid returns the blocks for a launch that moves n bytes per buffer: one
 // thread per 16-byte vector, at least one block, at most maxGrid.
 func (p planner) grid(n int) int { return p.gridUpTo(n, p.maxGrid) }
+
+// aloneGrid is the grid of an Alone launch over ws: it never waits, so it
+// may take every resident block.
+func (p planner) aloneGrid(ws []work) int {
+	return p.gridUpTo(maxBytes(ws), max(p.maxGrid, p.resident))
+}
 
 // gridUpTo is grid with at most limit blocks.
 func (p planner) gridUpTo(n, limit int) int {
