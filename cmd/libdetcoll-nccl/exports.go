@@ -40,10 +40,12 @@ var warned struct {
 
 const maxWarnings = 10
 
-// warnOnce tells the user, once per reason, that a call left detcoll: in
-// delegate mode nothing else would say that its result is not detcoll's.
-// (The library proper never prints; this is the tool's boundary.)
-func warnOnce(why string) {
+// warnOnce tells the user, once per reason, that a call left detcoll:
+// handed to the real NCCL (in delegate mode nothing else would say that
+// its result is not detcoll's) or refused (strict mode: vLLM and SGLang
+// print only ncclGetErrorString's text, not ncclGetLastError's). The
+// library proper never prints; this is the tool's boundary.
+func warnOnce(why string, refused bool) {
 	warned.Lock()
 	defer warned.Unlock()
 	if warned.seen == nil {
@@ -54,29 +56,34 @@ func warnOnce(why string) {
 	}
 	warned.seen[why] = true
 	if len(warned.seen) > maxWarnings {
-		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: more calls handed to the real NCCL; no more warnings\n")
+		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: more calls left detcoll; no more warnings\n")
+		return
+	}
+	if refused {
+		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s; refused (%s=strict): ncclInvalidUsage\n", why, ncclshim.EnvMode)
 		return
 	}
 	fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s; handed to the real NCCL (not deterministic; %s=strict refuses instead)\n", why, ncclshim.EnvMode)
 }
 
-// answer turns the shim's (result, handed) into forward.c's answer.
-func answer(r nccl.Result, handed bool) C.int {
-	if handed {
+// answer turns the shim's result and verdict into forward.c's answer.
+func answer(r nccl.Result, v ncclshim.Verdict) C.int {
+	switch v {
+	case ncclshim.Handed:
 		return C.DC_HANDED
+	case ncclshim.Deferred:
+		return C.DC_DEFERRED
 	}
 	return C.int(r)
 }
 
-// withShim runs f with the shim and the caller's CUDA context kept as it
-// was (detcoll's setup makes its device's primary context current), or
-// answers ncclInvalidUsage when the settings are bad.
+// withShim runs f with the shim, or answers ncclInvalidUsage when the
+// settings are bad.
 func withShim(f func(*ncclshim.Shim) C.int) C.int {
 	s, err := theShim()
 	if err != nil {
 		return C.int(nccl.InvalidUsage)
 	}
-	defer ncclshim.KeepCurrentContext()()
 	return f(s)
 }
 
@@ -122,28 +129,47 @@ func dcgo_async_error(comm C.uintptr_t) C.int {
 	return withShim(func(s *ncclshim.Shim) C.int { return C.int(s.AsyncError(ncclshim.Handle(comm))) })
 }
 
-//export dcgo_allreduce
-func dcgo_allreduce(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
+//export dcgo_reduction
+func dcgo_reduction(kind C.int, send, recv C.uintptr_t, count C.size_t, dt, op, root C.int, comm, stream C.uintptr_t, group C.uint64_t) C.int {
 	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.AllReduce(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
-			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
+		return answer(s.Do(ncclshim.Call{Kind: ncclshim.Kind(kind), Send: uintptr(send), Recv: uintptr(recv), Count: int(count),
+			DType: nccl.DataType(dt), Op: nccl.RedOp(op), Root: int(root), Comm: ncclshim.Handle(comm), Stream: uintptr(stream)}, uint64(group)))
 	})
 }
 
-//export dcgo_reducescatter
-func dcgo_reducescatter(send, recv C.uintptr_t, count C.size_t, dt, op C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
-	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.ReduceScatter(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
-			ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
-	})
+//export dcgo_group_end
+func dcgo_group_end(group C.uint64_t, phase, forwarded C.int) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int { return C.int(s.GroupEnd(uint64(group), int(phase), forwarded != 0)) })
 }
 
-//export dcgo_reduce
-func dcgo_reduce(send, recv C.uintptr_t, count C.size_t, dt, op, root C.int, comm, stream C.uintptr_t, inGroup C.int) C.int {
-	return withShim(func(s *ncclshim.Shim) C.int {
-		return answer(s.Reduce(uintptr(send), uintptr(recv), int(count), nccl.DataType(dt), nccl.RedOp(op),
-			int(root), ncclshim.Handle(comm), uintptr(stream), inGroup != 0))
-	})
+//export dcgo_group_drop
+func dcgo_group_drop(group C.uint64_t) {
+	withShim(func(s *ncclshim.Shim) C.int { s.GroupDrop(uint64(group)); return 0 })
+}
+
+// dcgo_write_report writes DETCOLL_NCCL_REPORT's record, at the process's
+// exit (forward.c registers it with atexit).
+//
+//export dcgo_write_report
+func dcgo_write_report() {
+	s, err := theShim()
+	if err != nil {
+		return
+	}
+	forwarded := map[string]int64{}
+	for i := C.int(0); ; i++ {
+		var name *C.char
+		var calls C.uint64_t
+		if C.dc_pass_count(i, &name, &calls) == 0 {
+			break
+		}
+		if calls > 0 {
+			forwarded[C.GoString(name)] = int64(calls)
+		}
+	}
+	if err := s.WriteReport(forwarded); err != nil {
+		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s: %v\n", ncclshim.EnvReport, err)
+	}
 }
 
 // dcgo_last_error copies the text of the shim's last error into buf (n
@@ -167,6 +193,11 @@ type realNCCL struct{}
 
 func (realNCCL) AllGather(h ncclshim.Handle, send, recv uintptr, n int, s uintptr) nccl.Result {
 	return nccl.Result(C.dc_real_allgather(C.uintptr_t(h), C.uintptr_t(send), C.uintptr_t(recv), C.size_t(n), C.uintptr_t(s)))
+}
+
+func (realNCCL) Reduction(c ncclshim.Call) nccl.Result {
+	return nccl.Result(C.dc_real_reduction(C.int(c.Kind), C.uintptr_t(c.Send), C.uintptr_t(c.Recv), C.size_t(c.Count),
+		C.int(c.DType), C.int(c.Op), C.int(c.Root), C.uintptr_t(c.Comm), C.uintptr_t(c.Stream)))
 }
 
 func (realNCCL) query(h ncclshim.Handle, what C.int) (int, nccl.Result) {

@@ -138,39 +138,108 @@ static ncclResult_t go_result(int r) {
 
 // ---- forwarded --------------------------------------------------------------
 
-#define DC_FORWARD(name, params, args) \
-  DC_EXPORT ncclResult_t name params { \
-    DC_MISSING(name);                  \
-    return theirs(real.name args);     \
+// ---- groups -----------------------------------------------------------------
+
+// This thread's group (NCCL's groups are per thread): its depth, its id
+// (drawn at the outermost ncclGroupStart; the Go side keeps the group's
+// deferred calls under it), whether the real NCCL got operations in it
+// and how many calls the Go side deferred to its end. A few words of
+// static TLS, as TestLateLoad requires.
+static __thread int group_depth;
+static __thread int group_forwarded;
+static __thread int group_deferred;
+static __thread uint64_t group_id;
+static uint64_t next_group_id;
+
+// in_group is the group id a call passes to the Go side: 0 outside one.
+static uint64_t in_group(void) { return group_depth > 0 ? group_id : 0; }
+
+// handed notes that the real NCCL got an operation, inside a group or not.
+static void handed(void) {
+  if (group_depth > 0) group_forwarded = 1;
+}
+
+// ---- the record of forwarded calls (DETCOLL_NCCL_REPORT) --------------------
+
+#define DC_NAME(name, params, args) #name,
+static const char* const pass_names[] = {DC_PASS(DC_NAME)};
+#undef DC_NAME
+enum { n_pass = sizeof pass_names / sizeof pass_names[0] };
+static uint64_t pass_counts[n_pass];
+static int recording;  // DETCOLL_NCCL_REPORT is set: count, and write the record at exit
+
+static void write_record(void) { dcgo_write_report(); }
+
+__attribute__((constructor)) static void start_record(void) {
+  const char* v = getenv("DETCOLL_NCCL_REPORT");
+  if (v && *v) {
+    recording = 1;
+    atexit(write_record);
+  }
+}
+
+int dc_pass_count(int i, const char** name, uint64_t* calls) {
+  if (i < 0 || i >= n_pass) return 0;
+  *name = pass_names[i];
+  *calls = __atomic_load_n(&pass_counts[i], __ATOMIC_RELAXED);
+  return 1;
+}
+
+// ---- forwarded --------------------------------------------------------------
+
+enum {
+#define DC_INDEX(name, params, args) pass_##name,
+  DC_PASS(DC_INDEX)
+#undef DC_INDEX
+};
+
+#define DC_FORWARD(name, params, args)                                                 \
+  DC_EXPORT ncclResult_t name params {                                                 \
+    DC_MISSING(name);                                                                  \
+    if (recording) __atomic_fetch_add(&pass_counts[pass_##name], 1, __ATOMIC_RELAXED); \
+    handed();                                                                          \
+    return theirs(real.name args);                                                     \
   }
 DC_PASS(DC_FORWARD)
 #undef DC_FORWARD
 
 // ---- wrapped ----------------------------------------------------------------
 
-// The group depth of this thread (NCCL's groups are per thread).
-static __thread int group_depth;
-
 DC_EXPORT ncclResult_t ncclGroupStart(void) {
   DC_MISSING(ncclGroupStart);
   ncclResult_t r = theirs(real.ncclGroupStart());
-  if (r == ncclSuccess) group_depth++;
+  if (r == ncclSuccess && group_depth++ == 0) {
+    group_id = __atomic_add_fetch(&next_group_id, 1, __ATOMIC_RELAXED);
+    group_forwarded = 0;
+    group_deferred = 0;
+  }
   return r;
 }
 
+// ncclGroupEnd runs the group's deferred calls with it: the Go side's
+// phase 0 before the real group end, phase 1 after (group.go says why).
+// A failure of the real NCCL's comes first, then the Go side's.
 DC_EXPORT ncclResult_t ncclGroupEnd(void) {
   DC_MISSING(ncclGroupEnd);
+  int ours = group_depth == 1 && group_deferred > 0;
+  int r0 = ncclSuccess, r1 = ncclSuccess;
+  if (ours) r0 = dcgo_group_end(group_id, 0, group_forwarded);
   ncclResult_t r = real.ncclGroupEnd();
-  if (group_depth > 0) group_depth--;
-  return theirs(r);
+  if (ours) r1 = dcgo_group_end(group_id, 1, group_forwarded);
+  if (group_depth > 0 && --group_depth == 0) group_deferred = 0;
+  if (r != ncclSuccess && r != ncclInProgress) return theirs(r);
+  if (r0 != ncclSuccess) return go_result(r0);
+  if (r1 != ncclSuccess) return go_result(r1);
+  return r;
 }
 
-// ncclGroupSimulateEnd ends the group as ncclGroupEnd does (NCCL's runs
-// the same group end, filling in simInfo).
+// ncclGroupSimulateEnd ends the group without running its operations
+// (NCCL estimates their time instead): the deferred calls are dropped.
 DC_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   DC_MISSING(ncclGroupSimulateEnd);
   ncclResult_t r = real.ncclGroupSimulateEnd(simInfo);
-  if (group_depth > 0) group_depth--;
+  if (group_depth == 1 && group_deferred > 0) dcgo_group_drop(group_id);
+  if (group_depth > 0 && --group_depth == 0) group_deferred = 0;
   return theirs(r);
 }
 
@@ -193,6 +262,7 @@ int dc_real_version(int* v) {
 // inited tells the Go side of a communicator the real NCCL made; ready
 // says it is usable at once (a blocking init outside a group).
 static ncclResult_t inited(ncclResult_t r, ncclComm_t* comm, int nranks, int rank) {
+  handed();
   if ((r == ncclSuccess || r == ncclInProgress) && comm && *comm)
     dcgo_init((uintptr_t)*comm, nranks, rank, r == ncclSuccess && group_depth == 0);
   return theirs(r);
@@ -225,6 +295,7 @@ DC_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* de
 
 // derived tells the Go side of a communicator split or shrunk from another.
 static ncclResult_t derived(ncclResult_t r, ncclComm_t* newcomm) {
+  handed();
   if ((r == ncclSuccess || r == ncclInProgress) && newcomm && *newcomm)
     dcgo_init((uintptr_t)*newcomm, -1, -1, r == ncclSuccess && group_depth == 0);
   return theirs(r);
@@ -272,32 +343,43 @@ DC_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyn
   return r;
 }
 
+// A reduction asks the Go side, which answers with a result, DC_HANDED
+// (the real NCCL makes it now) or DC_DEFERRED (it runs at the group's end).
+#define DC_REDUCTION(call, real_call)          \
+  do {                                         \
+    int g = call;                              \
+    if (g == DC_DEFERRED) {                    \
+      group_deferred++;                        \
+      return ncclSuccess;                      \
+    }                                          \
+    if (g != DC_HANDED) return go_result(g);   \
+    handed();                                  \
+    return theirs(real_call);                  \
+  } while (0)
+
 DC_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   DC_MISSING(ncclAllReduce);
-  int g = dcgo_allreduce((uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, (uintptr_t)comm,
-                         (uintptr_t)stream, group_depth > 0);
-  if (g != DC_HANDED) return go_result(g);
-  return theirs(real.ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
+  DC_REDUCTION(dcgo_reduction(DC_ALLREDUCE, (uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, 0,
+                              (uintptr_t)comm, (uintptr_t)stream, in_group()),
+               real.ncclAllReduce(sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 
 DC_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                          cudaStream_t stream) {
   DC_MISSING(ncclReduceScatter);
-  int g = dcgo_reducescatter((uintptr_t)sendbuff, (uintptr_t)recvbuff, recvcount, datatype, op, (uintptr_t)comm,
-                             (uintptr_t)stream, group_depth > 0);
-  if (g != DC_HANDED) return go_result(g);
-  return theirs(real.ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+  DC_REDUCTION(dcgo_reduction(DC_REDUCESCATTER, (uintptr_t)sendbuff, (uintptr_t)recvbuff, recvcount, datatype, op,
+                              0, (uintptr_t)comm, (uintptr_t)stream, in_group()),
+               real.ncclReduceScatter(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
 }
 
 DC_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   DC_MISSING(ncclReduce);
-  int g = dcgo_reduce((uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, root, (uintptr_t)comm,
-                      (uintptr_t)stream, group_depth > 0);
-  if (g != DC_HANDED) return go_result(g);
-  return theirs(real.ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+  DC_REDUCTION(dcgo_reduction(DC_REDUCE, (uintptr_t)sendbuff, (uintptr_t)recvbuff, count, datatype, op, root,
+                              (uintptr_t)comm, (uintptr_t)stream, in_group()),
+               real.ncclReduce(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
 }
 
 // ---- strings ----------------------------------------------------------------
@@ -344,6 +426,24 @@ int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, 
   if (!real_ok()) return ncclSystemError;
   // Bytes: ncclUint8 (1).
   return real.ncclAllGather((const void*)send, (void*)recv, n, 1, (ncclComm_t)comm, (cudaStream_t)stream);
+}
+
+int dc_real_reduction(int kind, uintptr_t send, uintptr_t recv, size_t count, int dt, int op, int root,
+                      uintptr_t comm, uintptr_t stream) {
+  if (!real_ok()) return ncclSystemError;
+  const void* s = (const void*)send;
+  void* r = (void*)recv;
+  ncclComm_t c = (ncclComm_t)comm;
+  cudaStream_t st = (cudaStream_t)stream;
+  switch (kind) {
+    case DC_ALLREDUCE:
+      return theirs(real.ncclAllReduce(s, r, count, dt, op, c, st));
+    case DC_REDUCESCATTER:
+      return theirs(real.ncclReduceScatter(s, r, count, dt, op, c, st));
+    case DC_REDUCE:
+      return theirs(real.ncclReduce(s, r, count, dt, op, root, c, st));
+  }
+  return ncclInvalidArgument;
 }
 
 int dc_real_comm_query(uintptr_t comm, int what, int* out) {

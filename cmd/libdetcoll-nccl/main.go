@@ -24,7 +24,7 @@ package main
 
 /*
 #cgo CFLAGS: -O2 -fvisibility=hidden -Wall
-#cgo LDFLAGS: -ldl -lpthread
+#cgo LDFLAGS: -ldl -lpthread ${SRCDIR}/exports.so
 #include "shim.h"
 */
 import "C"

@@ -35,11 +35,21 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 
 #include "table.h"
 
-// DC_HANDED is what the Go side answers for a call the real NCCL must make.
+// DC_HANDED is what the Go side answers for a call the real NCCL must make;
+// DC_DEFERRED for a call it runs at the end of the caller's group.
 #define DC_HANDED (-1)
+#define DC_DEFERRED (-2)
+
+// The reductions, as the Go side numbers them (ncclshim.Kind).
+#define DC_ALLREDUCE 0
+#define DC_REDUCESCATTER 1
+#define DC_REDUCE 2
 
 // The real NCCL as the Go side uses it (forward.c).
 int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, uintptr_t stream);
+int dc_real_reduction(int kind, uintptr_t send, uintptr_t recv, size_t count, int dt, int op, int root,
+                      uintptr_t comm, uintptr_t stream);
+int dc_pass_count(int i, const char** name, uint64_t* calls);  // 0 past the last
 int dc_real_comm_query(uintptr_t comm, int what, int* out);  // what: 0 count, 1 user rank, 2 device, 3 async error
 const char* dc_real_error(void);                             // why the real NCCL could not be loaded, or NULL
 int dc_real_version(int* v);

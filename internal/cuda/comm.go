@@ -203,11 +203,8 @@ func maxGrid(resident int) int { return max(1, resident/2) }
 
 // setupBuffers allocates this rank's buffer and the host-mapped record.
 func (c *Comm) setupBuffers() error {
-	const page = 4096
-	staging := max(base.StagingCapacity(c.capacity), pushStaging(c.capacity, c.world))
-	c.llOff = ctrlSize + int((staging+page-1)/page*page)
-	ll := llAreaSize(c.world, c.plan.llMax)
-	size := c.llOff + ll
+	var size int
+	c.llOff, size = bufferLayout(c.capacity, c.world, c.plan.llMax)
 	var err error
 	if c.buf, err = driver.MemAlloc(size); err != nil {
 		return fmt.Errorf("allocate %d bytes of staging: %w", size, err)

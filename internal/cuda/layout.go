@@ -1,6 +1,9 @@
 package cuda
 
-import "github.com/detcoll/detcoll/internal/proto"
+import (
+	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/proto"
+)
 
 // The layout of a rank's buffer and of the host-mapped error record, and
 // the kernels' flags, modes and codes. The kernels get them as a header
@@ -97,6 +100,24 @@ func pushStaging(capacity int64, world int) int64 {
 	per := (capacity + int64(world) - 1) / int64(world)
 	per = (per + shardAlign - 1) / shardAlign * shardAlign
 	return int64(2*world-1) * per
+}
+
+// bufferLayout returns where the LL area starts in a rank's buffer and the
+// buffer's size: the control block, the staging for calls of up to
+// capacity bytes (page aligned), then the LL area.
+func bufferLayout(capacity int64, world, llMax int) (llOff, size int) {
+	const page = 4096
+	staging := max(base.StagingCapacity(capacity), pushStaging(capacity, world))
+	llOff = ctrlSize + int((staging+page-1)/page*page)
+	return llOff, llOff + llAreaSize(world, llMax)
+}
+
+// BufferBytes is the device memory one rank of world ranks allocates for
+// a communicator of the given capacity with the default LL settings (a
+// user of many communicators sizes their capacity from it).
+func BufferBytes(capacity int64, world int) int64 {
+	_, size := bufferLayout(capacity, world, defaultLLMax(world))
+	return int64(size)
 }
 
 // Error record codes (the phases are proto.Phase).

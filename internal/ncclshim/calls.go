@@ -8,52 +8,162 @@ import (
 	"github.com/detcoll/detcoll/internal/nccl"
 )
 
-// The reductions. Each returns the result for the caller and whether the C
-// boundary must hand the call to the real NCCL instead (then the result is
-// Success and means nothing). Every rank takes the same branch for the
-// same call: the branches depend on the arguments, which NCCL requires to
-// match across ranks, on the group depth, which the ranks' common program
-// sets alike, and on the communicator's state, which the setup's agreement
-// round makes the same everywhere.
+// The reductions. Every rank takes the same branch for the same call: the
+// branches depend on the arguments, which NCCL requires to match across
+// ranks, on whether the call is inside a group and whether its stream is
+// capturing, which the ranks' common program sets alike, and on the
+// communicator's state, which the setup's agreement round makes the same
+// everywhere.
 
-// AllReduce is ncclAllReduce.
-func (s *Shim) AllReduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
-	return s.serve(h, dt, op, stream, inGroup, "AllReduce", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
-		if err := s.allReduce(c, send, recv, count, dtype, stream, false); err != nil {
-			return s.failComm(c, err), false
-		}
-		return nccl.Success, false
-	})
+// Kind is a reduction of NCCL's.
+type Kind int
+
+const (
+	AllReduce Kind = iota
+	ReduceScatter
+	Reduce
+)
+
+func (k Kind) String() string {
+	switch k {
+	case AllReduce:
+		return "AllReduce"
+	case ReduceScatter:
+		return "ReduceScatter"
+	case Reduce:
+		return "Reduce"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// serve runs a sum reduction's body on c, with c.mu held, once the
-// communicator, the type and the operation are ones detcoll serves; what
-// names the call in hand-off messages.
-func (s *Shim) serve(h Handle, dt nccl.DataType, op nccl.RedOp, stream uintptr, inGroup bool, what string, body func(c *comm, dtype detcoll.DType) (nccl.Result, bool)) (nccl.Result, bool) {
-	c := s.lookup(h)
-	if c == nil {
-		return nccl.Success, true // not a communicator the shim saw made
+// Call is one reduction call, as NCCL's C API takes it.
+type Call struct {
+	Kind       Kind
+	Send, Recv uintptr
+	// Count is count for AllReduce and Reduce, recvcount for
+	// ReduceScatter.
+	Count  int
+	DType  nccl.DataType
+	Op     nccl.RedOp
+	Root   int // Reduce
+	Comm   Handle
+	Stream uintptr
+}
+
+// Verdict says what became of a call.
+type Verdict int
+
+const (
+	// Done: the shim made the call (or refused it); its result stands.
+	Done Verdict = iota
+	// Handed: the C boundary must make it with the real NCCL now.
+	Handed
+	// Deferred: it is inside a group and runs at the group's end
+	// (GroupEnd), whose result reports it.
+	Deferred
+)
+
+// Do is ncclAllReduce, ncclReduceScatter and ncclReduce. group is the
+// calling thread's group (0 outside ncclGroupStart/End): a call detcoll
+// may serve is deferred to the group's end, where it runs beside the
+// group's other operations, as NCCL runs a group's operations together.
+func (s *Shim) Do(call Call, group uint64) (nccl.Result, Verdict) {
+	k := callKey{call.Kind, call.DType, call.Op}
+	if exact(call.DType, call.Op) {
+		// The same bits in any order: NCCL's result is deterministic.
+		s.rec.count(k, outcomeExact, "")
+		return nccl.Success, Handed
 	}
-	dtype, ok := detcollType(dt)
-	if op != nccl.Sum || !ok {
-		return s.handOff("%s of %v with %v is not one detcoll makes deterministic", what, dt, op)
+	c := s.lookup(call.Comm)
+	if c == nil {
+		return s.handOff(k, "%v on a communicator libdetcoll-nccl did not see made (not by ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit or ncclCommShrink through it)", call.Kind)
+	}
+	dtype, ok := detcollType(call.DType)
+	if call.Op != nccl.Sum || !ok {
+		return s.handOff(k, "%v of %v with %v is not one detcoll makes deterministic", call.Kind, call.DType, call.Op)
+	}
+	if group != 0 {
+		c.mu.Lock()
+		if c.state == pending {
+			// Where detcoll can never serve it, the call stays in the
+			// group, handed, rather than run by NCCL after the group.
+			if err := s.dev.Ready(); err != nil {
+				c.state, c.why = unserved, fmt.Sprintf("detcoll could not set it up: %v", err)
+			}
+		}
+		st := c.state
+		c.mu.Unlock()
+		if st == pending || st == served {
+			s.groups.add(group, &pendingCall{call: call, c: c})
+			return nccl.Success, Deferred
+		}
+		// Handed or failed now, as outside the group.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, handed, ok := s.ready(c, stream, inGroup, what); !ok {
-		return r, handed
+	return s.run(c, call, dtype, call.Stream)
+}
+
+// run makes call on c's detcoll communicator, queued on stream after its
+// last call (follow), setting it up first if it is pending; c.mu is held.
+func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr) (nccl.Result, Verdict) {
+	k := callKey{call.Kind, call.DType, call.Op}
+	if r, v, ok := s.ready(c, stream, k); !ok {
+		return r, v
 	}
-	return body(c, dtype)
+	if call.Kind == ReduceScatter && c.gather.ptr == 0 && s.gathers(c, call, dtype) {
+		// Its gathering memory is allocated at the first call that needs
+		// it, which a CUDA graph capture would not survive.
+		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
+			return s.handOff(k, "ReduceScatter: a communicator's first reduce-scatter larger than its capacity (%s per rank) must not be captured in a CUDA graph (detcoll allocates its gathering memory there): make one before capturing", formatBytes(c.capacity))
+		}
+	}
+	start := s.rec.now()
+	if err := s.follow(c, stream); err != nil {
+		return s.fail(err), Done
+	}
+	if err := s.queue(c, call, dtype, stream); err != nil {
+		return s.failComm(c, err), Done
+	}
+	s.rec.served(k, start)
+	return nccl.Success, Done
+}
+
+// queue queues call's pieces on stream; c is served.
+func (s *Shim) queue(c *comm, call Call, dtype detcoll.DType, stream uintptr) error {
+	if call.Count == 0 {
+		return nil
+	}
+	switch call.Kind {
+	case AllReduce:
+		return s.allReduce(c, call.Send, call.Recv, call.Count, dtype, stream, false)
+	case Reduce:
+		if call.Root < 0 || call.Root >= c.world {
+			return fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, call.Root, c.world)
+		}
+		if c.rank == call.Root {
+			return s.allReduce(c, call.Send, call.Recv, call.Count, dtype, stream, false)
+		}
+		// NCCL lets recvbuff off the root be anything (NULL, or the
+		// input of an in-place call): the sums go to the discard.
+		d, err := s.discardOf(c.device)
+		if err != nil {
+			return err
+		}
+		return s.allReduce(c, call.Send, d.ptr, call.Count, dtype, stream, true)
+	case ReduceScatter:
+		return s.reduceScatter(c, call.Send, call.Recv, call.Count, dtype, stream)
+	}
+	return fmt.Errorf("%w: %v", detcoll.ErrInvalid, call.Kind)
 }
 
 // allReduce sums count elements in calls that fit the capacity: element i
 // of a sum depends only on the ranks' elements i, so the pieces give the
 // bits of one call. Each piece lands at its offset in recv, or, when
-// discard, at recv's start (Reduce's scratch off the root: the stream
-// orders the pieces, and nobody reads them).
+// discard, at recv's start (the discard: nobody reads it).
 func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DType, stream uintptr, discard bool) error {
 	size := dt.Size()
-	chunk := int(s.settings.Capacity) / size
+	chunk := int(c.capacity) / size
 	for off := 0; off < count; off += chunk {
 		n := min(chunk, count-off)
 		b := uintptr(off * size)
@@ -68,82 +178,65 @@ func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DTyp
 	return nil
 }
 
-// ReduceScatter is ncclReduceScatter.
-func (s *Shim) ReduceScatter(send, recv uintptr, recvCount int, dt nccl.DataType, op nccl.RedOp, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
-	return s.serve(h, dt, op, stream, inGroup, "ReduceScatter", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
-		if total := int64(recvCount) * int64(c.world) * int64(dtype.Size()); total > s.settings.Capacity {
-			// Its pieces would not be contiguous: one call or none.
-			return s.handOff("ReduceScatter of %d bytes per rank is over the capacity of %d bytes (set %s)", total, s.settings.Capacity, EnvCapacity)
+// reduceScatter gives this rank its n elements of the sum of every rank's
+// world*n. A call larger than the capacity is cut into pieces of m
+// elements per rank; piece k's input, the k-th m elements of every rank's
+// part, is gathered into c.gather (world copies on the stream) and
+// reduce-scattered from there, which gives the bits of one call, as for
+// all-reduce.
+func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, dt detcoll.DType, stream uintptr) error {
+	size := dt.Size()
+	if !s.gathers(c, Call{Count: n}, dt) {
+		return c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), n, dt, detcoll.Stream(stream))
+	}
+	if c.gather.ptr == 0 {
+		p, err := s.dev.Alloc(int(c.capacity))
+		if err != nil {
+			return fmt.Errorf("detcoll: ReduceScatter: %s of gathering memory: %w", formatBytes(c.capacity), err)
 		}
-		if recvCount == 0 {
-			return nccl.Success, false
+		c.gather = region{p, c.capacity}
+		s.gathering.Add(c.capacity)
+	}
+	m := int(c.capacity) / (c.world * size)
+	for off := 0; off < n; off += m {
+		k := min(m, n-off)
+		for p := range c.world {
+			src := send + uintptr((p*n+off)*size)
+			if err := s.dev.CopyAsync(c.gather.ptr+uintptr(p*k*size), src, k*size, stream); err != nil {
+				return fmt.Errorf("detcoll: ReduceScatter: gather piece: %w", err)
+			}
 		}
-		if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), recvCount, dtype, detcoll.Stream(stream)); err != nil {
-			return s.failComm(c, err), false
+		if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(c.gather.ptr), detcoll.DevicePtr(recv+uintptr(off*size)), k, dt, detcoll.Stream(stream)); err != nil {
+			return err
 		}
-		return nccl.Success, false
-	})
+	}
+	return nil
 }
 
-// Reduce is ncclReduce: an all-reduce whose result only the root keeps;
-// the other ranks sum into scratch memory of the shim's, since NCCL lets
-// their recvbuff be anything (NULL, or the input of an in-place call).
-func (s *Shim) Reduce(send, recv uintptr, count int, dt nccl.DataType, op nccl.RedOp, root int, h Handle, stream uintptr, inGroup bool) (nccl.Result, bool) {
-	return s.serve(h, dt, op, stream, inGroup, "Reduce", func(c *comm, dtype detcoll.DType) (nccl.Result, bool) {
-		if root < 0 || root >= c.world {
-			return s.fail(fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, root, c.world)), false
-		}
-		if !c.reduced {
-			// The scratch is allocated at the first Reduce, which a CUDA
-			// graph capture forbids. Every rank decides alike (the root,
-			// which needs none, too): the first Reduce is every rank's.
-			if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
-				return s.handOff("Reduce: a communicator's first Reduce must not be captured in a CUDA graph (detcoll allocates its scratch memory there): run one before capturing")
-			}
-			if c.rank != root {
-				p, err := s.dev.Alloc(int(s.settings.Capacity))
-				if err != nil {
-					return s.fail(fmt.Errorf("detcoll: Reduce: scratch memory: %w", err)), false
-				}
-				c.scratch = p
-			}
-			c.reduced = true
-		}
-		out, discard := recv, false
-		if c.rank != root {
-			out, discard = c.scratch, true
-		}
-		if err := s.allReduce(c, send, out, count, dtype, stream, discard); err != nil {
-			return s.failComm(c, err), false
-		}
-		return nccl.Success, false
-	})
+// gathers reports whether a reduce-scatter of call.Count elements per
+// rank is larger than c's capacity: cut into pieces, gathered.
+func (s *Shim) gathers(c *comm, call Call, dt detcoll.DType) bool {
+	return int64(call.Count)*int64(c.world)*int64(dt.Size()) > c.capacity
 }
 
 // ready makes sure detcoll serves c, setting it up on first use; c.mu is
 // held. When it does not, it returns what the call must do instead.
-func (s *Shim) ready(c *comm, stream uintptr, inGroup bool, what string) (r nccl.Result, handed, ok bool) {
+func (s *Shim) ready(c *comm, stream uintptr, k callKey) (r nccl.Result, v Verdict, ok bool) {
 	if c.state == pending {
-		switch capturing, err := s.dev.Capturing(stream); {
-		case inGroup:
-			// The setup's own NCCL calls would join the caller's group
-			// and wait for its end: never.
-			r, handed = s.handOff("%v: a communicator's first sum reduction must not be inside ncclGroupStart/End (detcoll sets up there)", what)
-			return r, handed, false
-		case err == nil && capturing:
-			r, handed = s.handOff("%v: a communicator's first sum reduction must not be captured in a CUDA graph (detcoll sets up there): run one before capturing", what)
-			return r, handed, false
+		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
+			r, v = s.handOff(k, "%v: a communicator's first sum reduction must not be captured in a CUDA graph (detcoll sets up there): make one before capturing, or set %s=init", k.kind, EnvSetup)
+			return r, v, false
 		}
 		s.setup(c, stream)
 	}
 	switch c.state {
 	case served:
-		return nccl.Success, false, true
+		return nccl.Success, Done, true
 	case broken:
-		return s.fail(c.err), false, false
+		return s.fail(c.err), Done, false
 	}
-	r, handed = s.handOff("%v: %s", what, c.why)
-	return r, handed, false
+	r, v = s.handOff(k, "%v: %s", k.kind, c.why)
+	return r, v, false
 }
 
 // failComm turns a detcoll call's error into the caller's result. A bad

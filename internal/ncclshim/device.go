@@ -17,6 +17,8 @@ type DriverDevice struct{}
 // reference later).
 var loadDriver = sync.OnceValue(driver.Load)
 
+func (DriverDevice) Ready() error { return loadDriver() }
+
 func (DriverDevice) Alloc(n int) (uintptr, error) {
 	if err := loadDriver(); err != nil {
 		return 0, err
@@ -45,7 +47,22 @@ func (DriverDevice) NewStream() (uintptr, error) {
 
 func (DriverDevice) DestroyStream(s uintptr) { driver.Stream(s).Destroy() }
 
-func (DriverDevice) Follow(ours, theirs uintptr) error {
+func (d DriverDevice) Follow(ours, theirs uintptr) error {
+	a, aCapturing, err := driver.Stream(ours).CaptureID()
+	if err != nil {
+		return err
+	}
+	b, bCapturing, err := driver.Stream(theirs).CaptureID()
+	if err != nil {
+		return err
+	}
+	if aCapturing != bCapturing || a != b {
+		return nil
+	}
+	return d.Fork(ours, theirs)
+}
+
+func (DriverDevice) Fork(ours, theirs uintptr) error {
 	e, err := driver.EventCreate(driver.EventDisableTiming)
 	if err != nil {
 		return err
@@ -55,6 +72,10 @@ func (DriverDevice) Follow(ours, theirs uintptr) error {
 		return err
 	}
 	return driver.Stream(ours).WaitEvent(e)
+}
+
+func (DriverDevice) CopyAsync(dst, src uintptr, n int, s uintptr) error {
+	return driver.MemcpyDtoDAsync(driver.DevicePtr(dst), driver.DevicePtr(src), n, driver.Stream(s))
 }
 
 func (DriverDevice) Done(s uintptr) (bool, error) { return driver.Stream(s).Query() }

@@ -27,11 +27,37 @@ type fakeJob struct {
 	calls  []int               // per rank: all-gathers queued
 	// capturing makes every stream report a CUDA graph capture.
 	capturing bool
+	// noDriver, if set, is what Ready says: no CUDA driver.
+	noDriver error
 	// nonblocking makes the all-gathers return InProgress and reach their
 	// stream only after the rank's second AsyncError, as a nonblocking
 	// communicator's do once NCCL has queued them.
 	nonblocking bool
 	deferred    map[int]*deferredOp // per rank: its all-gather not yet on its stream
+	// events is per rank what its shim did to streams and to the real
+	// NCCL, and what its detcoll communicator was asked, in order.
+	events []eventLog
+}
+
+// eventLog is the order of one rank's stream operations and calls.
+type eventLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *eventLog) add(format string, args ...any) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *eventLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string{}, l.lines...)
 }
 
 type deferredOp struct {
@@ -54,7 +80,8 @@ type fakeOp struct {
 
 func newFakeJob(world int) *fakeJob {
 	j := &fakeJob{world: world, mem: map[uintptr][]byte{}, next: 1 << 20, seq: make([]int, world),
-		queued: map[uintptr]*fakeOp{}, dead: map[int]bool{}, calls: make([]int, world), deferred: map[int]*deferredOp{}}
+		queued: map[uintptr]*fakeOp{}, dead: map[int]bool{}, calls: make([]int, world), deferred: map[int]*deferredOp{},
+		events: make([]eventLog, world)}
 	j.cond = sync.NewCond(&j.mu)
 	return j
 }
@@ -164,9 +191,34 @@ func (f fakeRank) CopyOut(dst []byte, src uintptr) error {
 	return nil
 }
 
-func (f fakeRank) NewStream() (uintptr, error)       { return f.Alloc(1) }
-func (f fakeRank) DestroyStream(s uintptr)           { f.Free(s) }
-func (f fakeRank) Follow(ours, theirs uintptr) error { return nil }
+func (f fakeRank) Ready() error {
+	f.j.mu.Lock()
+	defer f.j.mu.Unlock()
+	return f.j.noDriver
+}
+
+func (f fakeRank) NewStream() (uintptr, error) { return f.Alloc(1) }
+func (f fakeRank) DestroyStream(s uintptr)     { f.Free(s) }
+
+func (f fakeRank) Follow(ours, theirs uintptr) error {
+	f.j.events[f.r].add("follow %#x %#x", ours, theirs)
+	return nil
+}
+
+func (f fakeRank) Fork(ours, theirs uintptr) error {
+	f.j.events[f.r].add("fork %#x %#x", ours, theirs)
+	return nil
+}
+
+func (f fakeRank) CopyAsync(dst, src uintptr, n int, s uintptr) error {
+	f.j.events[f.r].add("copy %#x %#x %d %#x", dst, src, n, s)
+	return nil
+}
+
+func (f fakeRank) Reduction(c Call) nccl.Result {
+	f.j.events[f.r].add("real %v %#x %#x %d %v %v %#x", c.Kind, c.Send, c.Recv, c.Count, c.DType, c.Op, c.Stream)
+	return nccl.Success
+}
 func (f fakeRank) Capturing(uintptr) (bool, error) {
 	f.j.mu.Lock()
 	defer f.j.mu.Unlock()
@@ -201,6 +253,7 @@ func (j *fakeJob) newShim(r int, open OpenFunc, s Settings) *Shim {
 	f := fakeRank{j, r}
 	sh := New(f, f, open, s)
 	sh.getpid = func() int { return 1000 + r }
+	sh.self = func(pid int) identity { return identity{Host: "h", Boot: "b", PIDNS: "pid:[1]", PID: pid} }
 	sh.alive = func(id identity) bool {
 		j.mu.Lock()
 		defer j.mu.Unlock()
@@ -217,17 +270,19 @@ func (j *fakeJob) kill(r int) {
 
 // fakeComm is a detcoll communicator that records its calls.
 type fakeComm struct {
-	rank  int
-	mu    sync.Mutex
-	calls []string
-	err   error // returned by every later call, and by Err
-	fail  error // returned by the next call, once
+	rank   int
+	events *eventLog // the rank's, if set: calls go there too
+	mu     sync.Mutex
+	calls  []string
+	err    error // returned by every later call, and by Err
+	fail   error // returned by the next call, once
 }
 
 func (c *fakeComm) record(format string, args ...any) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls = append(c.calls, fmt.Sprintf(format, args...))
+	c.events.add(format, args...)
 	if c.fail != nil {
 		err := c.fail
 		c.fail = nil
@@ -277,6 +332,7 @@ func (c *fakeComm) log() []string {
 type fakeOpen struct {
 	steps  int
 	failAt map[int]int
+	job    *fakeJob // whose event logs the communicators write to, if set
 	mu     sync.Mutex
 	comms  map[int]*fakeComm
 }
@@ -297,7 +353,7 @@ func (o *fakeOpen) open(ctx context.Context, opts detcoll.Options) (Collectives,
 			return nil, err
 		}
 	}
-	c := &fakeComm{rank: opts.Rank}
+	c := &fakeComm{rank: opts.Rank, events: o.events(opts.Rank)}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.comms == nil {
@@ -305,6 +361,13 @@ func (o *fakeOpen) open(ctx context.Context, opts detcoll.Options) (Collectives,
 	}
 	o.comms[opts.Rank] = c
 	return c, nil
+}
+
+func (o *fakeOpen) events(rank int) *eventLog {
+	if o.job == nil {
+		return nil
+	}
+	return &o.job.events[rank]
 }
 
 var errNoCall = errors.New("no call")

@@ -25,9 +25,17 @@ import (
 // pollLiveness is how often the peers' processes are checked.
 const pollLiveness = 50 * time.Millisecond
 
-// identity is what each rank tells the others in the setup's first round.
+// identity is what each rank tells the others in the setup's first round:
+// enough to prove that two ranks are processes of one machine that can
+// see each other. A hostname alone proves nothing (containers share
+// names, clusters reuse them); the kernel's boot id is drawn at random
+// at every boot, so two processes with the same one run on the same
+// kernel; and the PID namespace says whether each can see the other's
+// process id, which the watch of the peers' processes needs.
 type identity struct {
 	Host  string `json:"host"`
+	Boot  string `json:"boot"`  // /proc/sys/kernel/random/boot_id
+	PIDNS string `json:"pidns"` // the target of /proc/self/ns/pid, such as "pid:[4026531836]"
 	PID   int    `json:"pid"`
 	Start string `json:"start"` // the process's start time (/proc/PID/stat), against a reused pid
 }
@@ -36,7 +44,9 @@ func osGetpid() int { return os.Getpid() }
 
 func selfIdentity(pid int) identity {
 	host, _ := os.Hostname()
-	return identity{Host: host, PID: pid, Start: startTime(pid)}
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return identity{Host: host, Boot: strings.TrimSpace(string(boot)), PIDNS: ns, PID: pid, Start: startTime(pid)}
 }
 
 // startTime is field 22 of /proc/pid/stat, or "" where it cannot be read.
@@ -58,9 +68,9 @@ func startTime(pid int) string {
 }
 
 // identify runs the setup's first round.
-func (r *rendezvous) identify(ctx context.Context, pid int) ([]identity, error) {
-	me, _ := json.Marshal(selfIdentity(pid))
-	all, err := r.AllGather(ctx, "ncclshim/who", me)
+func (r *rendezvous) identify(ctx context.Context, me identity) ([]identity, error) {
+	mine, _ := json.Marshal(me)
+	all, err := r.AllGather(ctx, "ncclshim/who", mine)
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +84,19 @@ func (r *rendezvous) identify(ctx context.Context, pid int) ([]identity, error) 
 }
 
 // unservable says why detcoll cannot serve ranks of these identities, or
-// "". Every rank computes it from the same round, so all agree.
+// "". Every rank computes it from the same round, so all agree. A field
+// that could not be read ("") proves nothing and fails the comparison
+// unless every rank lacks it alike.
 func unservable(ids []identity) string {
 	pids := map[int]int{}
 	for p, id := range ids {
-		if id.Host != ids[0].Host {
-			return fmt.Sprintf("its ranks are on several hosts (%s, %s): detcoll's cuda backend serves one", ids[0].Host, id.Host)
+		switch {
+		case id.Host != ids[0].Host:
+			return fmt.Sprintf("its ranks are on several hosts (rank 0 on %s, rank %d on %s): detcoll's cuda backend serves one", ids[0].Host, p, id.Host)
+		case id.Boot != ids[0].Boot || id.Boot == "":
+			return fmt.Sprintf("ranks 0 and %d do not share a kernel (boot ids %q, %q): not one machine, so no CUDA IPC between them", p, ids[0].Boot, id.Boot)
+		case id.PIDNS != ids[0].PIDNS:
+			return fmt.Sprintf("ranks 0 and %d are in different PID namespaces (%s, %s): they cannot watch each other's processes (run them in one container, or with the host's PID namespace)", p, ids[0].PIDNS, id.PIDNS)
 		}
 		if q, ok := pids[id.PID]; ok {
 			return fmt.Sprintf("ranks %d and %d are one process, which detcoll's IPC cannot join", q, p)

@@ -19,32 +19,57 @@ const (
 	Strict
 )
 
-// The environment variables the shim reads, once, at its first call.
+// Setup says when a communicator's detcoll side is set up.
+type Setup int
+
 const (
-	EnvMode     = "DETCOLL_NCCL_MODE" // "delegate" or "strict"
-	EnvCapacity = "DETCOLL_CAPACITY"  // bytes per call per rank, with an optional KiB, MiB or GiB
-	EnvTimeout  = "DETCOLL_TIMEOUT"   // a Go duration: the bound on every wait for peers
-	EnvRealNCCL = "DETCOLL_REAL_NCCL" // the real libnccl.so.2 (read by the C boundary)
+	// SetupLazy sets it up at its first sum reduction detcoll serves
+	// (the default: a communicator that never reduces costs nothing).
+	SetupLazy Setup = iota
+	// SetupAtInit sets it up when the real one is made (a blocking init
+	// outside a group), so that a program whose first reduction is
+	// captured in a CUDA graph gets detcoll's bits there too.
+	SetupAtInit
 )
 
-// Defaults. The capacity is per call; a larger all-reduce is split into
-// calls of at most this much. Each rank holds up to twice it in device
-// memory. The timeout is NCCL's and PyTorch's usual watchdog bound.
+// The environment variables the shim reads, once, at its first call.
 const (
-	DefaultCapacity = 256 << 20
-	DefaultTimeout  = 10 * time.Minute
+	EnvMode     = "DETCOLL_NCCL_MODE"   // "delegate" or "strict"
+	EnvCapacity = "DETCOLL_CAPACITY"    // bytes per call per rank, with an optional KiB, MiB or GiB
+	EnvMemory   = "DETCOLL_NCCL_MEMORY" // device memory per served communicator, the same units
+	EnvSetup    = "DETCOLL_NCCL_SETUP"  // "lazy" or "init"
+	EnvTimeout  = "DETCOLL_TIMEOUT"     // a Go duration: the bound on every wait for peers
+	EnvReport   = "DETCOLL_NCCL_REPORT" // a file: the JSON record of what went where, written at exit
+	EnvRealNCCL = "DETCOLL_REAL_NCCL"   // the real libnccl.so.2 (read by the C boundary)
+)
+
+// Defaults. A served communicator holds at most DefaultMemory of device
+// memory: its detcoll buffer for calls of up to the capacity (derived
+// from the memory, capacityFor) and the scratch of a reduce-scatter
+// larger than that. Larger calls are split into calls that fit. The
+// timeout is NCCL's and PyTorch's usual watchdog bound.
+const (
+	DefaultMemory  = 64 << 20
+	DefaultTimeout = 10 * time.Minute
 )
 
 // Settings are the shim's configuration.
 type Settings struct {
-	Mode     Mode
+	Mode Mode
+	// Capacity, when set, is the largest piece of a call; 0 derives it
+	// from Memory and the communicator's size.
 	Capacity int64
+	Memory   int64
+	Setup    Setup
 	Timeout  time.Duration
+	// Report is the file the record of calls is written to at exit, or
+	// "" for none (then nothing is counted).
+	Report string
 }
 
 // SettingsFromEnv reads the settings; an unset variable means its default.
 func SettingsFromEnv(getenv func(string) string) (Settings, error) {
-	s := Settings{Mode: Delegate, Capacity: DefaultCapacity, Timeout: DefaultTimeout}
+	s := Settings{Mode: Delegate, Memory: DefaultMemory, Timeout: DefaultTimeout, Report: getenv(EnvReport)}
 	switch v := getenv(EnvMode); v {
 	case "", "delegate":
 	case "strict":
@@ -52,12 +77,28 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 	default:
 		return s, fmt.Errorf("%s=%q: want \"delegate\" or \"strict\"", EnvMode, v)
 	}
-	if v := getenv(EnvCapacity); v != "" {
-		n, err := parseBytes(v)
-		if err != nil || n < 1<<10 {
-			return s, fmt.Errorf("%s=%q: want a size of at least 1KiB, such as 256MiB", EnvCapacity, v)
+	switch v := getenv(EnvSetup); v {
+	case "", "lazy":
+	case "init":
+		s.Setup = SetupAtInit
+	default:
+		return s, fmt.Errorf("%s=%q: want \"lazy\" or \"init\"", EnvSetup, v)
+	}
+	for _, b := range []struct {
+		env   string
+		field *int64
+		least int64
+		eg    string
+	}{{EnvCapacity, &s.Capacity, 1 << 10, "256MiB"}, {EnvMemory, &s.Memory, 32 << 20, "128MiB"}} {
+		v := getenv(b.env)
+		if v == "" {
+			continue
 		}
-		s.Capacity = n
+		n, err := parseBytes(v)
+		if err != nil || n < b.least {
+			return s, fmt.Errorf("%s=%q: want a size of at least %s, such as %s", b.env, v, formatBytes(b.least), b.eg)
+		}
+		*b.field = n
 	}
 	if v := getenv(EnvTimeout); v != "" {
 		d, err := time.ParseDuration(v)
@@ -86,4 +127,17 @@ func parseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("bad size %q", v)
 	}
 	return n * mult, nil
+}
+
+// formatBytes writes n in the largest unit that divides it.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return fmt.Sprintf("%d%s", n/u.mult, u.suffix)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
 }

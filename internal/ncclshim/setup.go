@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/cuda"
 	"github.com/detcoll/detcoll/internal/nccl"
 )
 
@@ -20,16 +21,24 @@ import (
 func (s *Shim) setup(c *comm, follow uintptr) {
 	ctx, cancel := context.WithTimeout(c.ctx, s.settings.Timeout)
 	defer cancel()
-	if s.Debug != nil {
-		start := time.Now()
-		defer func() {
-			what := "served by detcoll"
-			if c.state != served {
-				what = "not served: " + c.why
-			}
-			s.Debug(fmt.Sprintf("communicator %#x, rank %d of %d, device %d: %s (setup %v)", c.h, c.rank, c.world, c.device, what, time.Since(start).Round(time.Microsecond)))
-		}()
-	}
+	// detcoll's Open makes its device's primary context current; the
+	// caller's thread gets its own back.
+	defer KeepCurrentContext()()
+	start := time.Now()
+	defer func() {
+		took := time.Since(start)
+		s.rec.setup(commRecord{World: c.world, Rank: c.rank, Device: c.device, Served: c.state == served, Why: c.why,
+			Capacity: c.capacity, BufferBytes: c.buffer, SetupMS: float64(took.Microseconds()) / 1e3})
+		if s.Debug == nil {
+			return
+		}
+		what := "not served: " + c.why
+		if c.state == served {
+			what = fmt.Sprintf("served by detcoll, calls cut at %s, %s of device memory (and %s more at its first reduce-scatter over that)",
+				formatBytes(c.capacity), formatBytes(c.buffer), formatBytes(c.capacity))
+		}
+		s.Debug(fmt.Sprintf("communicator %#x, rank %d of %d, device %d: %s (setup %v)", c.h, c.rank, c.world, c.device, what, took.Round(time.Microsecond)))
+	}()
 	unserve := func(format string, args ...any) {
 		c.state, c.why = unserved, fmt.Sprintf(format, args...)
 		if c.rdv != nil {
@@ -59,7 +68,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	}
 	r := newRendezvous(t, c.world, c.rank)
 	c.rdv = r
-	ids, err := r.identify(ctx, s.getpid())
+	ids, err := r.identify(ctx, s.self(s.getpid()))
 	if err != nil {
 		unserve("detcoll could not set it up: %v", err)
 		return
@@ -70,10 +79,16 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	}
 	stop := make(chan struct{})
 	go r.watch(ids, s.alive, stop)
+	c.capacity = s.capacity(c.world)
 	dc, err := s.open(ctx, detcoll.Options{
 		Backend: s.backend, WorldSize: c.world, Rank: c.rank, Device: c.device,
-		Capacity: s.settings.Capacity, Timeout: s.settings.Timeout, Rendezvous: r,
+		Capacity: c.capacity, Timeout: s.settings.Timeout, Rendezvous: r,
 	})
+	if err == nil && c.world > 1 {
+		// Reduce off the root writes here; allocated now, outside any
+		// graph capture a later Reduce may be in.
+		_, err = s.discardOf(c.device)
+	}
 	if err == nil {
 		err = r.agree(ctx)
 	}
@@ -89,6 +104,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 		return
 	}
 	r.seal()
+	c.buffer = cuda.BufferBytes(c.capacity, c.world)
 	c.stopWatch = stop
 	c.dc, c.state = dc, served
 	c.active.Store(&active{dc})

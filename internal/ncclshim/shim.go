@@ -19,6 +19,9 @@ type Real interface {
 	// on stream s (recv holds world*n bytes); InProgress when h is
 	// nonblocking and the queuing goes on (AsyncError says when it ends).
 	AllGather(h Handle, send, recv uintptr, n int, s uintptr) nccl.Result
+	// Reduction makes a reduction call with the real NCCL: one that was
+	// deferred to the end of its group and then could not be served.
+	Reduction(c Call) nccl.Result
 	CommCount(h Handle) (int, nccl.Result)
 	CommUserRank(h Handle) (int, nccl.Result)
 	CommCuDevice(h Handle) (int, nccl.Result)
@@ -40,15 +43,28 @@ type Collectives interface {
 // Device is the device memory and streams the shim uses itself, in the
 // calling thread's current context (the application's).
 type Device interface {
+	// Ready says whether the device can be used at all (the CUDA driver
+	// loads); a communicator cannot be served without it.
+	Ready() error
 	Alloc(n int) (uintptr, error)
 	Free(p uintptr)
 	CopyIn(dst uintptr, src []byte) error
 	CopyOut(dst []byte, src uintptr) error
+	// CopyAsync queues a copy of n bytes of device memory on stream s.
+	CopyAsync(dst, src uintptr, n int, s uintptr) error
 	NewStream() (uintptr, error)
 	DestroyStream(s uintptr)
 	// Follow makes work queued on ours from now on wait for the work
-	// queued on theirs so far.
+	// queued on theirs so far, without the host waiting. Where that
+	// cannot be (one stream captures a CUDA graph and the other does
+	// not, or they capture different graphs) it does nothing: a capture's
+	// replays are ordered by whoever launches them.
 	Follow(ours, theirs uintptr) error
+	// Fork is Follow without the exceptions: ours waits for theirs even
+	// when theirs is capturing and ours is not, which brings ours into
+	// the capture (a fork of it; the caller joins ours back with Fork
+	// the other way round before the capture ends).
+	Fork(ours, theirs uintptr) error
 	// Done reports whether the work queued on s is done.
 	Done(s uintptr) (bool, error)
 	Capturing(s uintptr) (bool, error)
@@ -75,18 +91,27 @@ type Shim struct {
 	open     OpenFunc
 	settings Settings
 	getpid   func() int
-	alive    func(identity) bool // whether a peer's process still runs
-	backend  string              // of the detcoll communicators: "cuda" (tests: "cpu")
+	self     func(pid int) identity // this process's identity
+	alive    func(identity) bool    // whether a peer's process still runs
+	backend  string                 // of the detcoll communicators: "cuda" (tests: "cpu")
 
-	mu    sync.Mutex
-	comms map[Handle]*comm // guarded by mu
+	mu      sync.Mutex
+	comms   map[Handle]*comm // guarded by mu
+	discard map[int]region   // guarded by mu: per device, Reduce's sums off the root
+	// gathering is the bytes of the communicators' reduce-scatter
+	// gathering memory now (the report's).
+	gathering atomic.Int64
+
+	groups groups  // the calls deferred to the end of their group
+	rec    *record // what went where, when Settings.Report asks for it
 
 	lastMu  sync.Mutex
 	lastErr string // guarded by lastMu: the text of the last error the shim returned
 
-	// Warn, if set, hears why a call was handed to the real NCCL in
-	// delegate mode (the C boundary prints each reason once).
-	Warn func(why string)
+	// Warn, if set, hears why a call left detcoll: handed to the real
+	// NCCL (delegate mode) or refused (strict). The C boundary prints each
+	// reason once.
+	Warn func(why string, refused bool)
 	// Debug, if set, hears how each communicator's setup ended
 	// (DETCOLL_NCCL_DEBUG=1 prints it).
 	Debug func(line string)
@@ -95,15 +120,20 @@ type Shim struct {
 // New returns a shim over real, with the detcoll communicators that open
 // makes.
 func New(real Real, dev Device, open OpenFunc, s Settings) *Shim {
-	return &Shim{real: real, dev: dev, open: open, settings: s, getpid: osGetpid, alive: processAlive,
-		backend: "cuda", comms: map[Handle]*comm{}}
+	sh := &Shim{real: real, dev: dev, open: open, settings: s, getpid: osGetpid, self: selfIdentity, alive: processAlive,
+		backend: "cuda", comms: map[Handle]*comm{}, discard: map[int]region{}}
+	sh.groups.calls = map[uint64][]*pendingCall{}
+	if s.Report != "" {
+		sh.rec = newRecord()
+	}
+	return sh
 }
 
 // state is how detcoll serves a communicator.
 type state int
 
 const (
-	pending  state = iota // not set up yet: at the next reduction outside a group
+	pending  state = iota // not set up yet: at its first served reduction
 	served                // c.dc sums its reductions
 	unserved              // detcoll cannot serve it (c.why): its reductions are handed
 	broken                // the detcoll communicator failed (c.err): every reduction returns it
@@ -129,8 +159,14 @@ type comm struct {
 	dc        Collectives
 	rdv       *rendezvous
 	stopWatch chan struct{} // closed to stop the watch of the peers' processes
-	scratch   uintptr       // Reduce's output on ranks other than the root, capacity bytes
-	reduced   bool          // a Reduce was served: the scratch is there where it is needed
+	capacity  int64         // the largest piece of a call, bytes per rank
+	buffer    int64         // device bytes of detcoll's buffer (the report's)
+	// last is the stream of the last call queued on dc (valid when
+	// queued): the next call on another stream follows it (order.go).
+	last   uintptr
+	queued bool
+	side   uintptr // the stream a group's served calls run on, beside its other operations (0 until needed)
+	gather region  // a reduce-scatter's pieces, gathered (0 until one is larger than the capacity)
 }
 
 type active struct{ dc Collectives }
@@ -151,16 +187,16 @@ func (c *comm) activeDC() Collectives {
 
 // Init records a communicator the real NCCL created (ncclCommInitRank and
 // its variants; ncclCommSplit and ncclCommShrink with world and rank -1:
-// the setup asks the real communicator). ready says the real one is usable
-// now (a blocking init, outside a group): then detcoll's is set up at
-// once, which keeps the setup out of later graph captures; otherwise at
-// its first reduction.
+// the setup asks the real communicator). Its detcoll side is set up at
+// its first served reduction, or now under SetupAtInit when ready (the
+// real one is usable now: a blocking init, outside a group), which keeps
+// the setup out of a later graph capture.
 func (s *Shim) Init(h Handle, world, rank int, ready bool) nccl.Result {
 	c := newComm(h, world, rank, -1)
 	s.mu.Lock()
 	s.comms[h] = c
 	s.mu.Unlock()
-	if ready {
+	if ready && s.settings.Setup == SetupAtInit {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		s.setup(c, 0)
@@ -244,9 +280,12 @@ func (s *Shim) Abort(h Handle) {
 // is not an error of Destroy: NCCL's destroy succeeds on a failed
 // communicator too.
 func (s *Shim) closeLocked(c *comm, why error) nccl.Result {
+	failed := c.state == broken
 	if c.dc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-		c.dc.Close(ctx)
+		if err := c.dc.Close(ctx); err != nil {
+			failed = true
+		}
 		cancel()
 		c.dc = nil
 		c.active.Store(nil)
@@ -260,9 +299,17 @@ func (s *Shim) closeLocked(c *comm, why error) nccl.Result {
 		c.rdv.close()
 		c.rdv = nil
 	}
-	if c.scratch != 0 {
-		s.dev.Free(c.scratch)
-		c.scratch = 0
+	// After a failure, work queued on the gathering scratch may not have
+	// run out (a kernel that waited for a dead peer): it is left rather
+	// than freed under it.
+	if c.gather.ptr != 0 && !failed {
+		s.dev.Free(c.gather.ptr)
+		s.gathering.Add(-c.gather.size)
+	}
+	c.gather = region{}
+	if c.side != 0 {
+		s.dev.DestroyStream(c.side)
+		c.side = 0
 	}
 	if c.state == served || c.state == pending {
 		c.state, c.why = unserved, "the communicator was finalized"
@@ -311,15 +358,19 @@ func (s *Shim) fail(err error) nccl.Result {
 }
 
 // handOff is the answer for a call detcoll does not make deterministic:
-// the real NCCL's (delegate) or ncclInvalidUsage (strict).
-func (s *Shim) handOff(format string, args ...any) (nccl.Result, bool) {
+// handed to the real NCCL (delegate) or refused with ncclInvalidUsage
+// (strict). Either way the user hears why, once per reason (Warn).
+func (s *Shim) handOff(k callKey, format string, args ...any) (nccl.Result, Verdict) {
 	why := fmt.Sprintf(format, args...)
-	if s.settings.Mode == Delegate {
-		if s.Warn != nil {
-			s.Warn(why)
-		}
-		return nccl.Success, true
+	refused := s.settings.Mode == Strict
+	if s.Warn != nil {
+		s.Warn(why, refused)
 	}
-	s.setLast(fmt.Errorf("detcoll: %s (%s=strict)", why, EnvMode))
-	return nccl.InvalidUsage, false
+	if refused {
+		s.rec.count(k, outcomeRefused, why)
+		s.setLast(fmt.Errorf("detcoll: %s (%s=strict)", why, EnvMode))
+		return nccl.InvalidUsage, Done
+	}
+	s.rec.count(k, outcomeHanded, why)
+	return nccl.Success, Handed
 }

@@ -23,3 +23,22 @@ func detcollType(dt nccl.DataType) (detcoll.DType, bool) {
 	}
 	return 0, false
 }
+
+// exact reports whether NCCL's reduction op of dt gives the same bits in
+// any order, so that handing it on costs no determinism: integer sums and
+// products wrap modulo 2^n, which is associative and commutative; integer
+// min and max are too; an integer average is the exact sum divided once
+// (NCCL's FuncSumPostDiv). Floating-point min and max are not here: which
+// NaN payload or which zero they return can depend on the order.
+func exact(dt nccl.DataType, op nccl.RedOp) bool {
+	switch dt {
+	case nccl.Int8, nccl.Uint8, nccl.Int32, nccl.Uint32, nccl.Int64, nccl.Uint64:
+	default:
+		return false
+	}
+	switch op {
+	case nccl.Sum, nccl.Prod, nccl.Max, nccl.Min, nccl.Avg:
+		return true
+	}
+	return false // a ncclRedOpCreatePreMulSum op, whose scalar the shim does not see
+}

@@ -81,6 +81,11 @@ typedef uintptr_t nvrtcProgram;
   X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream s), (s)) \
   X(cuStreamQuery, "cuStreamQuery", (CUstream s), (s)) \
   X(cuStreamIsCapturing, "cuStreamIsCapturing", (CUstream s, int* status), (s, status)) \
+  /* _v2 takes six parameters, _v3 seven; the optional outputs past id are passed NULL, */ \
+  /* so one prototype of seven calls either (the System V ABI ignores an extra argument). */ \
+  X(cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2\0cuStreamGetCaptureInfo_v3", \
+    (CUstream s, int* status, unsigned long long* id, void* graph, void* deps, void* edges, void* n), \
+    (s, status, id, graph, deps, edges, n)) \
   X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream s, CUevent e, unsigned int flags), (s, e, flags)) \
   X(cuEventCreate, "cuEventCreate", (CUevent* e, unsigned int flags), (e, flags)) \
   X(cuEventDestroy, "cuEventDestroy_v2", (CUevent e), (e)) \

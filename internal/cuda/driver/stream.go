@@ -58,6 +58,21 @@ func (s Stream) Capturing() (bool, error) {
 	return st != 0, nil
 }
 
+// CaptureID reports whether s is capturing a graph now and, if so, the
+// capture's unique id (cuStreamGetCaptureInfo): two streams capturing
+// with the same id are in one capture, where one may wait for the other.
+func (s Stream) CaptureID() (id uint64, capturing bool, err error) {
+	var st C.int
+	var cid C.ulonglong
+	if r := C.dc_cuStreamGetCaptureInfo(C.CUstream(s), &st, &cid, nil, nil, nil, nil); r != 0 {
+		return 0, false, cuErr(r, "cuStreamGetCaptureInfo", uintptr(s))
+	}
+	if st == 0 {
+		return 0, false, nil
+	}
+	return uint64(cid), true, nil
+}
+
 // WaitEvent makes work queued on s after this call wait until e completes.
 // It does not block the host.
 func (s Stream) WaitEvent(e Event) error {

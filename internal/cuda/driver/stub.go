@@ -168,6 +168,9 @@ func (s Stream) WaitEvent(e Event) error { return stub("Stream.WaitEvent") }
 // Capturing always fails in this build.
 func (s Stream) Capturing() (bool, error) { return false, stub("Stream.Capturing") }
 
+// CaptureID always fails in this build.
+func (s Stream) CaptureID() (uint64, bool, error) { return 0, false, stub("Stream.CaptureID") }
+
 // BeginCapture always fails in this build.
 func (s Stream) BeginCapture(mode CaptureMode) error { return stub("Stream.BeginCapture") }
 
