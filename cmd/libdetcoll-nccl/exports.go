@@ -66,6 +66,13 @@ func warnOnce(why string, refused bool) {
 	fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s; handed to the real NCCL (not deterministic; %s=strict refuses instead)\n", why, ncclshim.EnvMode)
 }
 
+// kindsAgree reports whether forward.c numbers the reductions as
+// ncclshim.Kind does (TestKindsAgree).
+func kindsAgree() bool {
+	return C.DC_ALLREDUCE == int(ncclshim.AllReduce) && C.DC_REDUCESCATTER == int(ncclshim.ReduceScatter) &&
+		C.DC_REDUCE == int(ncclshim.Reduce)
+}
+
 // answer turns the shim's result and verdict into forward.c's answer.
 func answer(r nccl.Result, v ncclshim.Verdict) C.int {
 	switch v {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -86,21 +87,29 @@ func build(t *testing.T) built {
 // fake NCCL's log.
 func run(t *testing.T, b built, env []string, steps ...string) (lines []string, log []string) {
 	t.Helper()
+	lines, log, _ = runErr(t, b, env, steps...)
+	return lines, log
+}
+
+// runErr is run that returns the client's standard error too.
+func runErr(t *testing.T, b built, env []string, steps ...string) (lines, log []string, stderr string) {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "fake.log")
 	cmd := exec.Command(b.client, steps...)
 	cmd.Env = append(append(os.Environ(), "FAKE_NCCL_LOG="+logPath, "DETCOLL_LIBCUDA=/nonexistent/libcuda.so.1"), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("client %v: %v\n%s%s", steps, err, out, stderr.String())
+		t.Fatalf("client %v: %v\n%s%s", steps, err, out, errb.String())
 	}
 	fl, _ := os.ReadFile(logPath)
-	return strings.Split(strings.TrimSpace(string(out)), "\n"), strings.Fields(strings.ReplaceAll(string(fl), " ", "_"))
+	return strings.Split(strings.TrimSpace(string(out)), "\n"), strings.Fields(strings.ReplaceAll(string(fl), " ", "_")), errb.String()
 }
 
-// TestExports: the library exports every function PyTorch imports, and no
-// other NCCL name.
+// TestExports: the library's dynamic symbols are the NCCL functions
+// PyTorch imports and nothing else: no Go runtime, cgo or detcoll name
+// reaches the process it is loaded into (exports.so).
 func TestExports(t *testing.T) {
 	b := build(t)
 	out, err := exec.Command("nm", "-D", "--defined-only", b.lib).Output()
@@ -108,16 +117,18 @@ func TestExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[1] == "T" && strings.HasPrefix(f[2], "nccl") {
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) == 3 {
 			got = append(got, f[2])
+		} else {
+			t.Errorf("nm line %q", line)
 		}
 	}
 	want := slices.Concat(torchSymbols, extraSymbols)
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("exported NCCL functions:\n got %v\nwant %v", got, want)
+		t.Errorf("exported symbols:\n got %v\nwant %v", got, want)
 	}
 }
 
@@ -140,26 +151,118 @@ func TestNeverItself(t *testing.T) {
 // TestForwarding: over the fake NCCL, with no GPU for detcoll, everything
 // reaches the real NCCL unchanged in delegate mode: the communicator, the
 // sums (detcoll cannot set up: no libcuda), the rest; strict mode refuses
-// the sums, saying why, and forwards the rest.
+// the sums and a float max, saying why, and forwards the rest, exact
+// integer reductions included.
 func TestForwarding(t *testing.T) {
 	b := build(t)
 	real := "DETCOLL_REAL_NCCL=" + b.fake
-	lines, log := run(t, b, []string{real}, "version", "uniqueid", "init", "sum", "max", "send", "group", "async", "destroy", "errorstring")
-	check(t, lines, []string{"version 0 22803", "uniqueid 0", "init 0", "sum 0", "max 0", "send 0", "group 0",
+	lines, log := run(t, b, []string{real}, "version", "uniqueid", "init", "sum", "max", "intsum", "send", "group", "async", "destroy", "errorstring")
+	check(t, lines, []string{"version 0 22803", "uniqueid 0", "init 0", "sum 0", "max 0", "intsum 0", "send 0", "group 0",
 		"async 0 0", "destroy 0", "errorstring fake error string"})
-	wantLog := []string{"getuniqueid", "initrank", "allreduce_n=64_dt=7_op=0", "allreduce_n=64_dt=7_op=2",
+	wantLog := []string{"getuniqueid", "initrank", "allreduce_n=64_dt=7_op=0", "allreduce_n=64_dt=7_op=2", "allreduce_n=64_dt=2_op=0",
 		"send_n=8_peer=0", "groupstart", "groupend", "destroy"}
 	if !slices.Equal(log, wantLog) {
 		t.Errorf("the real NCCL saw %q, want %q", log, wantLog)
 	}
 
-	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "sum", "max", "send", "destroy")
-	check(t, lines, []string{"init 0", "sum 5", "max 5", "send 0", "destroy 0"}, "DETCOLL_NCCL_MODE=strict")
-	if want := []string{"initrank", "send_n=8_peer=0", "destroy"}; !slices.Equal(log, want) {
+	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "sum", "max", "intsum", "intmax", "send", "destroy")
+	check(t, lines, []string{"init 0", "sum 5", "max 5", "intsum 0", "intmax 0", "send 0", "destroy 0"}, "DETCOLL_NCCL_MODE=strict")
+	if want := []string{"initrank", "allreduce_n=64_dt=2_op=0", "reducescatter_n=64_dt=4_op=2", "send_n=8_peer=0", "destroy"}; !slices.Equal(log, want) {
 		t.Errorf("strict: the real NCCL saw %q, want %q", log, want)
 	}
 	if !strings.Contains(lines[1], "could not set it up") || !strings.Contains(lines[2], "with max is not one detcoll makes deterministic") {
 		t.Errorf("strict mode's reasons: %q, %q", lines[1], lines[2])
+	}
+}
+
+// TestStrictSaysWhyOnStderr: vLLM and SGLang print ncclGetErrorString's
+// text, not ncclGetLastError's, so a refusal's reason goes to stderr as
+// well, once per reason; delegate mode's hand-offs are said there too.
+func TestStrictSaysWhyOnStderr(t *testing.T) {
+	b := build(t)
+	real := "DETCOLL_REAL_NCCL=" + b.fake
+	_, _, stderr := runErr(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "max", "max", "intsum")
+	if n := strings.Count(stderr, "with max is not one detcoll makes deterministic; refused"); n != 1 {
+		t.Errorf("stderr says the max's refusal %d times; want once:\n%s", n, stderr)
+	}
+	if strings.Contains(stderr, "int32") {
+		t.Errorf("stderr mentions the exact integer sum:\n%s", stderr)
+	}
+	_, _, stderr = runErr(t, b, []string{real}, "init", "max")
+	if !strings.Contains(stderr, "handed to the real NCCL") {
+		t.Errorf("delegate mode's stderr:\n%s", stderr)
+	}
+}
+
+// TestUnknownCommunicator: a communicator the library did not see made
+// (ncclCommGrow, a program that calls the real NCCL's init through dlsym)
+// is handed, saying so, in delegate mode, and refused in strict mode.
+func TestUnknownCommunicator(t *testing.T) {
+	b := build(t)
+	real := "DETCOLL_REAL_NCCL=" + b.fake
+	lines, log := run(t, b, []string{real}, "foreign")
+	check(t, lines, []string{"foreign 0"})
+	if !slices.Equal(log, []string{"allreduce_n=64_dt=7_op=0"}) {
+		t.Errorf("delegate: the real NCCL saw %q", log)
+	}
+	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "foreign")
+	check(t, lines, []string{"foreign 5"}, "did not see made")
+	if len(log) != 0 {
+		t.Errorf("strict: the real NCCL saw %q", log)
+	}
+}
+
+// TestGroupsKeepTheirOperations: inside a (nested) group, with no GPU for
+// detcoll, the sums stay in the group, handed in the order they were made
+// with the group's other operations, and the group ends once, at the
+// outermost ncclGroupEnd; a Reduce to each root is handed alike.
+func TestGroupsKeepTheirOperations(t *testing.T) {
+	b := build(t)
+	real := "DETCOLL_REAL_NCCL=" + b.fake
+	lines, log := run(t, b, []string{real}, "init", "groupsum", "reduce", "destroy")
+	check(t, lines, []string{"init 0", "groupsum 0", "reduce 0", "destroy 0"})
+	want := []string{"initrank", "groupstart", "groupstart", "send_n=8_peer=0", "allreduce_n=64_dt=7_op=0", "groupend",
+		"reducescatter_n=8_dt=6_op=0", "groupend", "reduce_n=64_dt=9_op=0_root=0", "reduce_n=64_dt=9_op=0_root=1", "destroy"}
+	if !slices.Equal(log, want) {
+		t.Errorf("the real NCCL saw\n %q\nwant %q", log, want)
+	}
+}
+
+// TestReportFile: DETCOLL_NCCL_REPORT=FILE writes, at exit, the calls
+// served, handed and refused by operation, type and reason, and the
+// forwarded ones by function.
+func TestReportFile(t *testing.T) {
+	b := build(t)
+	path := filepath.Join(t.TempDir(), "report.json")
+	run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_REPORT=" + path}, "init", "sum", "sum", "intsum", "send", "send", "destroy")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("no report: %v", err)
+	}
+	var rep struct {
+		Schema int
+		Calls  []struct {
+			Operation, DType, Op, Outcome, Reason string
+			Calls                                 int64
+		}
+		Forwarded map[string]int64
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	got := map[string]int64{}
+	for _, r := range rep.Calls {
+		got[r.Operation+" "+r.DType+" "+r.Op+" "+r.Outcome] += r.Calls
+	}
+	if got["AllReduce float32 sum handed"] != 2 || got["AllReduce int32 sum exact"] != 1 || rep.Forwarded["ncclSend"] != 2 || rep.Schema != 1 {
+		t.Errorf("report:\n%s", data)
+	}
+}
+
+// TestKindsAgree: forward.c numbers the reductions as ncclshim does.
+func TestKindsAgree(t *testing.T) {
+	if !kindsAgree() {
+		t.Error("shim.h's DC_ALLREDUCE, DC_REDUCESCATTER, DC_REDUCE differ from ncclshim.Kind")
 	}
 }
 

@@ -14,6 +14,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t*, int, ncclUniqueId, int);
 ncclResult_t ncclCommDestroy(ncclComm_t);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t, ncclResult_t*);
 ncclResult_t ncclAllReduce(const void*, void*, size_t, int, int, ncclComm_t, void*);
+ncclResult_t ncclReduceScatter(const void*, void*, size_t, int, int, ncclComm_t, void*);
+ncclResult_t ncclReduce(const void*, void*, size_t, int, int, int, ncclComm_t, void*);
 ncclResult_t ncclSend(const void*, size_t, int, int, ncclComm_t, void*);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
@@ -39,6 +41,25 @@ int main(int argc, char** argv) {
       r = ncclCommInitRank(&comm, 1, id, 0);
     } else if (!strcmp(step, "sum")) {
       r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7 /* float32 */, 0 /* sum */, comm, NULL);
+    } else if (!strcmp(step, "intsum")) {
+      r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 2 /* int32 */, 0, comm, NULL);
+    } else if (!strcmp(step, "intmax")) {
+      r = ncclReduceScatter((void*)0x1000, (void*)0x2000, 64, 4 /* int64 */, 2 /* max */, comm, NULL);
+    } else if (!strcmp(step, "foreign")) {
+      /* a communicator the library did not see made (ncclCommGrow, a dlsym of the real NCCL) */
+      r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 0, (ncclComm_t)0x5eed, NULL);
+    } else if (!strcmp(step, "reduce")) {
+      r = ncclReduce((void*)0x1000, (void*)0x2000, 64, 9 /* bfloat16 */, 0, 0, comm, NULL);
+      if (r == 0) r = ncclReduce((void*)0x1000, (void*)0x2000, 64, 9, 0, 1, comm, NULL);
+    } else if (!strcmp(step, "groupsum")) {
+      /* a receive's stand-in and a sum in one group, nested once */
+      r = ncclGroupStart();
+      if (r == 0) r = ncclGroupStart();
+      if (r == 0) r = ncclSend((void*)0x1000, 8, 7, 0, comm, NULL);
+      if (r == 0) r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 0, comm, NULL);
+      if (r == 0) r = ncclGroupEnd();
+      if (r == 0) r = ncclReduceScatter((void*)0x1000, (void*)0x2000, 8, 6 /* float16 */, 0, comm, NULL);
+      if (r == 0) r = ncclGroupEnd();
     } else if (!strcmp(step, "max")) {
       r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 2 /* max */, comm, NULL);
     } else if (!strcmp(step, "send")) {

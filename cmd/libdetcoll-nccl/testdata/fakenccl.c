@@ -60,6 +60,24 @@ ncclResult_t pncclAllReduce(const void* s, void* r, size_t n, int dt, int op, vo
 }
 ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) ALIAS(ncclAllReduce);
 
+ncclResult_t pncclReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) {
+  (void)s; (void)r; (void)c; (void)st;
+  char b[64];
+  snprintf(b, sizeof b, "reducescatter n=%zu dt=%d op=%d", n, dt, op);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclReduceScatter(const void* s, void* r, size_t n, int dt, int op, void* c, void* st) ALIAS(ncclReduceScatter);
+
+ncclResult_t pncclReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) {
+  (void)s; (void)r; (void)c; (void)st;
+  char b[64];
+  snprintf(b, sizeof b, "reduce n=%zu dt=%d op=%d root=%d", n, dt, op, root);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclReduce(const void* s, void* r, size_t n, int dt, int op, int root, void* c, void* st) ALIAS(ncclReduce);
+
 ncclResult_t pncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) {
   (void)s; (void)dt; (void)c; (void)st;
   char b[64];
