@@ -174,7 +174,7 @@ func dcgo_write_report() {
 			forwarded[C.GoString(name)] = int64(calls)
 		}
 	}
-	if err := s.WriteReport(forwarded); err != nil {
+	if err := s.WriteReport(forwarded, float64(C.dc_boundary_us())); err != nil {
 		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s: %v\n", ncclshim.EnvReport, err)
 	}
 }

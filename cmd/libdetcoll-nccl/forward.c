@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim.h"
 #include "_cgo_export.h"
@@ -345,17 +346,41 @@ DC_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyn
 
 // A reduction asks the Go side, which answers with a result, DC_HANDED
 // (the real NCCL makes it now) or DC_DEFERRED (it runs at the group's end).
-#define DC_REDUCTION(call, real_call)          \
-  do {                                         \
-    int g = call;                              \
-    if (g == DC_DEFERRED) {                    \
-      group_deferred++;                        \
-      return ncclSuccess;                      \
-    }                                          \
-    if (g != DC_HANDED) return go_result(g);   \
-    handed();                                  \
-    return theirs(real_call);                  \
+// When recording, the time of the ones the Go side made is summed: the
+// crossing's cost shows beside the Go side's own (report.go).
+#define DC_REDUCTION(call, real_call)                    \
+  do {                                                   \
+    uint64_t t0 = recording ? now_ns() : 0;              \
+    int g = call;                                        \
+    if (g == DC_DEFERRED) {                              \
+      group_deferred++;                                  \
+      return ncclSuccess;                                \
+    }                                                    \
+    if (g != DC_HANDED) {                                \
+      if (recording) note_made(t0);                      \
+      return go_result(g);                               \
+    }                                                    \
+    handed();                                            \
+    return theirs(real_call);                            \
   } while (0)
+
+static uint64_t made_calls, made_ns;
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void note_made(uint64_t t0) {
+  __atomic_fetch_add(&made_ns, now_ns() - t0, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&made_calls, 1, __ATOMIC_RELAXED);
+}
+
+double dc_boundary_us(void) {
+  uint64_t n = __atomic_load_n(&made_calls, __ATOMIC_RELAXED);
+  return n ? (double)__atomic_load_n(&made_ns, __ATOMIC_RELAXED) / (double)n / 1e3 : 0;
+}
 
 DC_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {

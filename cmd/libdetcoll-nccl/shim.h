@@ -50,6 +50,7 @@ int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, 
 int dc_real_reduction(int kind, uintptr_t send, uintptr_t recv, size_t count, int dt, int op, int root,
                       uintptr_t comm, uintptr_t stream);
 int dc_pass_count(int i, const char** name, uint64_t* calls);  // 0 past the last
+double dc_boundary_us(void);  // the mean time of a reduction the Go side made, in the C function
 int dc_real_comm_query(uintptr_t comm, int what, int* out);  // what: 0 count, 1 user rank, 2 device, 3 async error
 const char* dc_real_error(void);                             // why the real NCCL could not be loaded, or NULL
 int dc_real_version(int* v);

@@ -3,6 +3,7 @@ package ncclshim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/nccl"
@@ -68,6 +69,7 @@ const (
 // may serve is deferred to the group's end, where it runs beside the
 // group's other operations, as NCCL runs a group's operations together.
 func (s *Shim) Do(call Call, group uint64) (nccl.Result, Verdict) {
+	start := s.rec.now()
 	k := callKey{call.Kind, call.DType, call.Op}
 	if exact(call.DType, call.Op) {
 		// The same bits in any order: NCCL's result is deterministic.
@@ -101,12 +103,12 @@ func (s *Shim) Do(call Call, group uint64) (nccl.Result, Verdict) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return s.run(c, call, dtype, call.Stream)
+	return s.run(c, call, dtype, call.Stream, start)
 }
 
 // run makes call on c's detcoll communicator, queued on stream after its
 // last call (follow), setting it up first if it is pending; c.mu is held.
-func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr) (nccl.Result, Verdict) {
+func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr, start time.Time) (nccl.Result, Verdict) {
 	k := callKey{call.Kind, call.DType, call.Op}
 	if r, v, ok := s.ready(c, stream, k); !ok {
 		return r, v
@@ -118,14 +120,14 @@ func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr) (ncc
 			return s.handOff(k, "ReduceScatter: a communicator's first reduce-scatter larger than its capacity (%s per rank) must not be captured in a CUDA graph (detcoll allocates its gathering memory there): make one before capturing", formatBytes(c.capacity))
 		}
 	}
-	start := s.rec.now()
 	if err := s.follow(c, stream); err != nil {
 		return s.fail(err), Done
 	}
+	queued := s.rec.now()
 	if err := s.queue(c, call, dtype, stream); err != nil {
 		return s.failComm(c, err), Done
 	}
-	s.rec.served(k, start)
+	s.rec.served(k, start, queued)
 	return nccl.Success, Done
 }
 

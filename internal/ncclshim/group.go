@@ -170,7 +170,7 @@ func (s *Shim) runDeferred(p *pendingCall) nccl.Result {
 		stream = c.side
 	}
 	dtype, _ := detcollType(call.DType)
-	r, v := s.run(c, call, dtype, stream)
+	r, v := s.run(c, call, dtype, stream, s.rec.now())
 	if v == Handed {
 		return s.real.Reduction(call)
 	}

@@ -40,8 +40,10 @@ type rowKey struct {
 }
 
 type row struct {
-	calls  int64
-	hostNS int64 // served: the time spent in the shim, summed
+	calls int64
+	// Served calls: the time from the shim's entry to its return, and
+	// the part of it in detcoll's calls, summed.
+	shimNS, detcollNS int64
 }
 
 type record struct {
@@ -76,17 +78,20 @@ func (r *record) count(k callKey, o outcome, reason string) {
 	if r == nil {
 		return
 	}
-	r.add(rowKey{k, o, reason}, 0)
+	r.add(rowKey{k, o, reason}, 0, 0)
 }
 
-func (r *record) served(k callKey, start time.Time) {
+// served counts a served call that arrived at start and was handed to
+// detcoll at queued.
+func (r *record) served(k callKey, start, queued time.Time) {
 	if r == nil {
 		return
 	}
-	r.add(rowKey{k, outcomeServed, ""}, time.Since(start).Nanoseconds())
+	end := time.Now()
+	r.add(rowKey{k, outcomeServed, ""}, end.Sub(start).Nanoseconds(), end.Sub(queued).Nanoseconds())
 }
 
-func (r *record) add(k rowKey, ns int64) {
+func (r *record) add(k rowKey, shim, dc int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w := r.rows[k]
@@ -95,7 +100,8 @@ func (r *record) add(k rowKey, ns int64) {
 		r.rows[k] = w
 	}
 	w.calls++
-	w.hostNS += ns
+	w.shimNS += shim
+	w.detcollNS += dc
 }
 
 func (r *record) setup(cr commRecord) {
@@ -114,6 +120,10 @@ type Report struct {
 	Mode           string           `json:"mode"`
 	Calls          []ReportRow      `json:"calls"`
 	Forwarded      map[string]int64 `json:"forwarded,omitempty"`
+	// BoundaryUSPerCall is the mean time a reduction the Go side made
+	// took in the library's C function, from its entry to its return:
+	// beyond ShimUSPerCall, the crossing from C into Go and back.
+	BoundaryUSPerCall float64 `json:"boundary_us_per_call,omitempty"`
 	Communicators  []commRecord     `json:"communicators"`
 	DiscardBytes   int64            `json:"discard_bytes"`
 	GatheringBytes int64            `json:"gathering_bytes"`
@@ -127,19 +137,22 @@ type ReportRow struct {
 	Outcome   string `json:"outcome"`
 	Reason    string `json:"reason,omitempty"`
 	Calls     int64  `json:"calls"`
-	// HostUSPerCall is the mean time a served call spent in the shim
-	// (the Go side, from its arrival to its last launch).
-	HostUSPerCall float64 `json:"host_us_per_call,omitempty"`
+	// ShimUSPerCall is the mean time a served call spent in the Go side
+	// of the library, from its arrival to its return; DetcollUSPerCall
+	// the part of it in detcoll's device calls (validation, the plan,
+	// the launches).
+	ShimUSPerCall    float64 `json:"shim_us_per_call,omitempty"`
+	DetcollUSPerCall float64 `json:"detcoll_us_per_call,omitempty"`
 }
 
 // WriteReport writes the record to the file the settings name, with the
 // counts of the calls the C boundary forwarded untouched; it does nothing
 // without one.
-func (s *Shim) WriteReport(forwarded map[string]int64) error {
+func (s *Shim) WriteReport(forwarded map[string]int64, boundaryUS float64) error {
 	if s.rec == nil {
 		return nil
 	}
-	rep := Report{Schema: 1, PID: s.getpid(), Mode: "delegate", Forwarded: forwarded}
+	rep := Report{Schema: 1, PID: s.getpid(), Mode: "delegate", Forwarded: forwarded, BoundaryUSPerCall: boundaryUS}
 	if s.settings.Mode == Strict {
 		rep.Mode = "strict"
 	}
@@ -148,7 +161,8 @@ func (s *Shim) WriteReport(forwarded map[string]int64) error {
 		rr := ReportRow{Operation: k.kind.String(), DType: k.dt.String(), Op: k.op.String(), Outcome: string(k.outcome),
 			Reason: k.reason, Calls: w.calls}
 		if k.outcome == outcomeServed && w.calls > 0 {
-			rr.HostUSPerCall = float64(w.hostNS) / float64(w.calls) / 1e3
+			rr.ShimUSPerCall = float64(w.shimNS) / float64(w.calls) / 1e3
+			rr.DetcollUSPerCall = float64(w.detcollNS) / float64(w.calls) / 1e3
 		}
 		rep.Calls = append(rep.Calls, rr)
 	}

@@ -23,7 +23,7 @@ func TestReport(t *testing.T) {
 	}
 	sh.Do(Call{Kind: AllReduce, Count: 4, DType: nccl.Int64, Op: nccl.Sum, Comm: 1}, 0)
 	sh.Do(Call{Kind: ReduceScatter, Count: 4, DType: nccl.Float32, Op: nccl.Max, Comm: 1}, 0)
-	if err := sh.WriteReport(map[string]int64{"ncclAllGather": 5}); err != nil {
+	if err := sh.WriteReport(map[string]int64{"ncclAllGather": 5}, 0); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(s.Report)
@@ -56,7 +56,7 @@ func TestReport(t *testing.T) {
 
 	none, _ := servedShim(t, 2, 0, testSettings())
 	none.Do(sum(1, 0x1000, 0x1000, 4, 0), 0)
-	if none.rec != nil || none.WriteReport(nil) != nil {
+	if none.rec != nil || none.WriteReport(nil, 0) != nil {
 		t.Error("a shim without a report file records")
 	}
 }

@@ -56,7 +56,8 @@ def rand(n, dt, salt):
 
 def main():
     out = sys.argv[1]
-    local = int(os.environ.get("LOCAL_RANK", 0))
+    # Ranks may share a GPU (two NCCL hosts on one GPU).
+    local = int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()
     torch.cuda.set_device(local)
     if os.environ.get("GPU_TORCH_EAGER") == "1":
         # Eager init: the communicator is made here, and new_group splits it
