@@ -115,18 +115,18 @@ func (r *record) setup(cr commRecord) {
 
 // Report is the record as written.
 type Report struct {
-	Schema         int              `json:"schema"`
-	PID            int              `json:"pid"`
-	Mode           string           `json:"mode"`
-	Calls          []ReportRow      `json:"calls"`
-	Forwarded      map[string]int64 `json:"forwarded,omitempty"`
+	Schema    int              `json:"schema"`
+	PID       int              `json:"pid"`
+	Mode      string           `json:"mode"`
+	Calls     []ReportRow      `json:"calls"`
+	Forwarded map[string]int64 `json:"forwarded,omitempty"`
 	// BoundaryUSPerCall is the mean time a reduction the Go side made
 	// took in the library's C function, from its entry to its return:
 	// beyond ShimUSPerCall, the crossing from C into Go and back.
-	BoundaryUSPerCall float64 `json:"boundary_us_per_call,omitempty"`
-	Communicators  []commRecord     `json:"communicators"`
-	DiscardBytes   int64            `json:"discard_bytes"`
-	GatheringBytes int64            `json:"gathering_bytes"`
+	BoundaryUSPerCall float64      `json:"boundary_us_per_call,omitempty"`
+	Communicators     []commRecord `json:"communicators"`
+	DiscardBytes      int64        `json:"discard_bytes"`
+	GatheringBytes    int64        `json:"gathering_bytes"`
 }
 
 // ReportRow counts one kind of call with one outcome.
