@@ -144,9 +144,19 @@ func dcgo_reduction(kind C.int, send, recv C.uintptr_t, count C.size_t, dt, op, 
 	})
 }
 
+// dcgo_group_end is the shim's part of a group's end (phase 0 before the
+// real ncclGroupEnd, 1 after); *left says whether phase 1 has work.
+//
 //export dcgo_group_end
-func dcgo_group_end(group C.uint64_t, phase, forwarded C.int) C.int {
-	return withShim(func(s *ncclshim.Shim) C.int { return C.int(s.GroupEnd(uint64(group), int(phase), forwarded != 0)) })
+func dcgo_group_end(group C.uint64_t, phase, forwarded C.int, left *C.int) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int {
+		r, more := s.GroupEnd(uint64(group), int(phase), forwarded != 0)
+		*left = 0
+		if more {
+			*left = 1
+		}
+		return C.int(r)
+	})
 }
 
 //export dcgo_group_drop

@@ -223,10 +223,10 @@ DC_EXPORT ncclResult_t ncclGroupStart(void) {
 DC_EXPORT ncclResult_t ncclGroupEnd(void) {
   DC_MISSING(ncclGroupEnd);
   int ours = group_depth == 1 && group_deferred > 0;
-  int r0 = ncclSuccess, r1 = ncclSuccess;
-  if (ours) r0 = dcgo_group_end(group_id, 0, group_forwarded);
+  int r0 = ncclSuccess, r1 = ncclSuccess, left = 0;
+  if (ours) r0 = dcgo_group_end(group_id, 0, group_forwarded, &left);
   ncclResult_t r = real.ncclGroupEnd();
-  if (ours) r1 = dcgo_group_end(group_id, 1, group_forwarded);
+  if (left) r1 = dcgo_group_end(group_id, 1, group_forwarded, &left);
   if (group_depth > 0 && --group_depth == 0) group_deferred = 0;
   if (r != ncclSuccess && r != ncclInProgress) return theirs(r);
   if (r0 != ncclSuccess) return go_result(r0);

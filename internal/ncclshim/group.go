@@ -72,23 +72,28 @@ func (s *Shim) GroupDrop(group uint64) { s.groups.take(group) }
 // GroupEnd is the shim's part of the outermost ncclGroupEnd of group:
 // phase 0 before the real one, phase 1 after it. forwarded says the
 // group also holds operations of the real NCCL. It returns the first
-// failure of the group's deferred calls.
-func (s *Shim) GroupEnd(group uint64, phase int, forwarded bool) nccl.Result {
+// failure of the group's deferred calls, and after phase 0 whether calls
+// are left for phase 1 (the C boundary makes no second crossing for a
+// group that phase 0 finished).
+func (s *Shim) GroupEnd(group uint64, phase int, forwarded bool) (nccl.Result, bool) {
 	if phase == 0 {
 		calls := s.groups.get(group)
 		if !forwarded && allServed(calls) {
-			return s.runGroup(s.groups.take(group))
+			return s.runGroup(s.groups.take(group)), false
 		}
 		if forwarded {
 			for _, p := range calls {
 				if err := s.fork(p); err != nil {
-					return s.fail(err)
+					// The peers expect the calls: phase 1 still makes
+					// them (on their own streams where not forked) and
+					// joins what forked.
+					return s.fail(err), true
 				}
 			}
 		}
-		return nccl.Success
+		return nccl.Success, len(calls) > 0
 	}
-	return s.runGroup(s.groups.take(group))
+	return s.runGroup(s.groups.take(group)), false
 }
 
 // allServed reports whether every call's communicator is served now.

@@ -50,8 +50,8 @@ func TestGroupRunsBesideForwarded(t *testing.T) {
 	if res != nccl.Success || v != Deferred || len(fc.log()) != 0 {
 		t.Fatalf("AllReduce in a group = %d, verdict %v, detcoll saw %q; want it deferred", res, v, fc.log())
 	}
-	if r := sh.GroupEnd(group, 0, true); r != nccl.Success {
-		t.Fatalf("phase 0 = %d", r)
+	if r, left := sh.GroupEnd(group, 0, true); r != nccl.Success || !left {
+		t.Fatalf("phase 0 = %d, left %v", r, left)
 	}
 	side := sh.lookup(1).side
 	if side == 0 {
@@ -60,7 +60,7 @@ func TestGroupRunsBesideForwarded(t *testing.T) {
 	if got, want := events(sh), []string{fmt.Sprintf("fork %#x 0xa", side)}; !slices.Equal(got, want) {
 		t.Fatalf("phase 0 did %q; want %q (the fork only)", got, want)
 	}
-	if r := sh.GroupEnd(group, 1, true); r != nccl.Success {
+	if r, _ := sh.GroupEnd(group, 1, true); r != nccl.Success {
 		t.Fatalf("phase 1 = %d", r)
 	}
 	want := []string{
@@ -97,14 +97,14 @@ func TestGroupOfServedOnly(t *testing.T) {
 	if len(events(sh)) != 0 {
 		t.Fatalf("calls ran inside the group: %q", events(sh))
 	}
-	if r := sh.GroupEnd(group, 0, false); r != nccl.Success {
-		t.Fatalf("phase 0 = %d", r)
+	if r, left := sh.GroupEnd(group, 0, false); r != nccl.Success || left {
+		t.Fatalf("phase 0 = %d, left %v; want all run", r, left)
 	}
 	want := []string{"allreduce 0x1000 0x1000 4 float32 0xa", "reducescatter 0x3000 0x4000 2 float32 0xa"}
 	if got := events(sh); !slices.Equal(got, want) {
 		t.Errorf("phase 0 did %q; want %q", got, want)
 	}
-	if r := sh.GroupEnd(group, 1, false); r != nccl.Success || len(events(sh)) != 2 || sh.lookup(1).side != 0 {
+	if r, _ := sh.GroupEnd(group, 1, false); r != nccl.Success || len(events(sh)) != 2 || sh.lookup(1).side != 0 {
 		t.Errorf("phase 1 = %d, events %q, side %#x; want nothing more", r, events(sh), sh.lookup(1).side)
 	}
 }
@@ -115,7 +115,7 @@ func TestGroupFailureAtEnd(t *testing.T) {
 	sh, fc := servedShim(t, 2, 0, testSettings())
 	fc.fail = fmt.Errorf("peer gone: %w", errNoCall)
 	sh.Do(sum(1, 0x1000, 0x1000, 4, 0xa), 9)
-	if r := sh.GroupEnd(9, 0, false); r == nccl.Success {
+	if r, _ := sh.GroupEnd(9, 0, false); r == nccl.Success {
 		t.Errorf("GroupEnd = %d; want the call's failure", r)
 	}
 	if sh.LastError() == "" {
@@ -129,7 +129,7 @@ func TestGroupSimulateDrops(t *testing.T) {
 	sh, fc := servedShim(t, 2, 0, testSettings())
 	sh.Do(sum(1, 0x1000, 0x1000, 4, 0xa), 4)
 	sh.GroupDrop(4)
-	if r := sh.GroupEnd(4, 1, true); r != nccl.Success || len(fc.log()) != 0 {
+	if r, _ := sh.GroupEnd(4, 1, true); r != nccl.Success || len(fc.log()) != 0 {
 		t.Errorf("after the drop: %d, detcoll saw %q", r, fc.log())
 	}
 }
@@ -153,13 +153,13 @@ func TestGroupFirstUse(t *testing.T) {
 				if res, v := s.Do(sum(Handle(r+1), 0x1000, 0x2000, 4, 0xa), 11); res != nccl.Success || v != Deferred {
 					t.Errorf("rank %d: first AllReduce in a group = %d, verdict %v; want deferred", r, res, v)
 				}
-				if res := s.GroupEnd(11, 0, true); res != nccl.Success {
-					t.Errorf("rank %d: phase 0 = %d", r, res)
+				if res, left := s.GroupEnd(11, 0, true); res != nccl.Success || !left {
+					t.Errorf("rank %d: phase 0 = %d, left %v", r, res, left)
 				}
 				if n := j.calls[r]; n != 0 {
 					t.Errorf("rank %d: %d setup rounds inside the group", r, n)
 				}
-				if res := s.GroupEnd(11, 1, true); res != nccl.Success {
+				if res, _ := s.GroupEnd(11, 1, true); res != nccl.Success {
 					t.Errorf("rank %d: phase 1 = %d (%s)", r, res, s.LastError())
 				}
 			})

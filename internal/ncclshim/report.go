@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,9 +149,17 @@ type ReportRow struct {
 
 // WriteReport writes the record to the file the settings name, with the
 // counts of the calls the C boundary forwarded untouched; it does nothing
-// without one.
+// without one, or when this process made no NCCL call (a launcher such as
+// torchrun, preloaded with its ranks, must not overwrite theirs). A "%p"
+// in the name is this process's id: one file per rank.
 func (s *Shim) WriteReport(forwarded map[string]int64, boundaryUS float64) error {
 	if s.rec == nil {
+		return nil
+	}
+	s.rec.mu.Lock()
+	empty := len(s.rec.rows) == 0 && len(s.rec.comms) == 0
+	s.rec.mu.Unlock()
+	if empty && len(forwarded) == 0 {
 		return nil
 	}
 	rep := Report{Schema: 1, PID: s.getpid(), Mode: "delegate", Forwarded: forwarded, BoundaryUSPerCall: boundaryUS}
@@ -194,5 +204,6 @@ func (s *Shim) WriteReport(forwarded map[string]int64, boundaryUS float64) error
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(s.settings.Report, append(b, '\n'), 0o644)
+	path := strings.ReplaceAll(s.settings.Report, "%p", strconv.Itoa(rep.PID))
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

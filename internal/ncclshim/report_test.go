@@ -54,6 +54,25 @@ func TestReport(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 
+	// "%p" is the process id; a process that made no call writes nothing.
+	s.Report = filepath.Join(t.TempDir(), "report-%p.json")
+	each, _ := servedShim(t, 2, 0, s)
+	each.Do(sum(1, 0x1000, 0x1000, 4, 0), 0)
+	if err := each.WriteReport(nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.ReplaceAll(s.Report, "%p", "1000")); err != nil {
+		t.Errorf("no report with the process id in its name: %v", err)
+	}
+	idle, _ := servedShim(t, 2, 0, s)
+	idle.getpid = func() int { return 77 }
+	if err := idle.WriteReport(nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(strings.ReplaceAll(s.Report, "%p", "77")); err == nil {
+		t.Error("a process that made no call wrote a report")
+	}
+
 	none, _ := servedShim(t, 2, 0, testSettings())
 	none.Do(sum(1, 0x1000, 0x1000, 4, 0), 0)
 	if none.rec != nil || none.WriteReport(nil, 0) != nil {

@@ -141,3 +141,6 @@ func formatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// mib writes n in MiB with one decimal.
+func mib(n int64) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) }

@@ -34,8 +34,8 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 		}
 		what := "not served: " + c.why
 		if c.state == served {
-			what = fmt.Sprintf("served by detcoll, calls cut at %s, %s of device memory (and %s more at its first reduce-scatter over that)",
-				formatBytes(c.capacity), formatBytes(c.buffer), formatBytes(c.capacity))
+			what = fmt.Sprintf("served by detcoll, calls cut at %s, %s MiB of device memory (and %s more at its first reduce-scatter over that)",
+				formatBytes(c.capacity), mib(c.buffer), formatBytes(c.capacity))
 		}
 		s.Debug(fmt.Sprintf("communicator %#x, rank %d of %d, device %d: %s (setup %v)", c.h, c.rank, c.world, c.device, what, took.Round(time.Microsecond)))
 	}()
