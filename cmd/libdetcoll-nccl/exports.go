@@ -10,6 +10,9 @@ import "C"
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -29,8 +32,39 @@ var theShim = sync.OnceValues(func() (*ncclshim.Shim, error) {
 	if os.Getenv("DETCOLL_NCCL_DEBUG") == "1" {
 		sh.Debug = func(line string) { fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s\n", line) }
 	}
+	startProfile()
 	return sh, nil
 })
+
+// profile is the file DETCOLL_NCCL_CPUPROFILE names ("%p": the process
+// id), open while the Go side is profiled.
+var profile *os.File
+
+func startProfile() {
+	name := os.Getenv("DETCOLL_NCCL_CPUPROFILE")
+	if name == "" {
+		return
+	}
+	f, err := os.Create(strings.ReplaceAll(name, "%p", strconv.Itoa(os.Getpid())))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "libdetcoll-nccl: DETCOLL_NCCL_CPUPROFILE: %v\n", err)
+		return
+	}
+	profile = f
+}
+
+// dcgo_stop_profile ends the profile, at the process's exit.
+//
+//export dcgo_stop_profile
+func dcgo_stop_profile() {
+	if profile != nil {
+		pprof.StopCPUProfile()
+		profile.Close()
+	}
+}
 
 // warned holds the reasons already printed, at most maxWarnings.
 var warned struct {

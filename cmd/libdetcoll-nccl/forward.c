@@ -171,12 +171,18 @@ static int recording;  // DETCOLL_NCCL_REPORT is set: count, and write the recor
 
 static void write_record(void) { dcgo_write_report(); }
 
+// DETCOLL_NCCL_CPUPROFILE (a file) profiles the library's Go side for the
+// process's life: where its host time goes, under the caller's program.
+static void stop_profile(void) { dcgo_stop_profile(); }
+
 __attribute__((constructor)) static void start_record(void) {
   const char* v = getenv("DETCOLL_NCCL_REPORT");
   if (v && *v) {
     recording = 1;
     atexit(write_record);
   }
+  const char* p = getenv("DETCOLL_NCCL_CPUPROFILE");
+  if (p && *p) atexit(stop_profile);
 }
 
 int dc_pass_count(int i, const char** name, uint64_t* calls) {

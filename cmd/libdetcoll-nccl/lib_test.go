@@ -342,3 +342,18 @@ func TestLateLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUProfile: DETCOLL_NCCL_CPUPROFILE profiles the Go side and writes
+// the profile at exit.
+func TestCPUProfile(t *testing.T) {
+	b := build(t)
+	dir := t.TempDir()
+	run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_CPUPROFILE=" + filepath.Join(dir, "cpu-%p.prof")}, "init", "sum", "destroy")
+	matches, _ := filepath.Glob(filepath.Join(dir, "cpu-*.prof"))
+	if len(matches) != 1 {
+		t.Fatalf("profiles %v; want one", matches)
+	}
+	if fi, err := os.Stat(matches[0]); err != nil || fi.Size() == 0 {
+		t.Errorf("profile %s: %v, %v bytes", matches[0], err, fi)
+	}
+}
