@@ -137,8 +137,6 @@ static ncclResult_t go_result(int r) {
     if (!real.name) return ours(ncclInvalidUsage, "detcoll: the real NCCL has no " #name);               \
   } while (0)
 
-// ---- forwarded --------------------------------------------------------------
-
 // ---- groups -----------------------------------------------------------------
 
 // This thread's group (NCCL's groups are per thread): its depth, its id
