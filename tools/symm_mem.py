@@ -106,6 +106,12 @@ ROW_FIELDS = [
     "operation", "mode", "input_bytes_per_rank", "detcoll_us", "reference_us",
     "detcoll_samples_us", "reference_samples_us",
 ]
+# Fields a row may leave out: detcoll's reader derives them from the
+# samples (internal/report: the spread and the bus bandwidth).
+OPTIONAL_ROW_FIELDS = [
+    "detcoll_p10_us", "detcoll_p90_us", "reference_p10_us", "reference_p90_us",
+    "detcoll_busbw_gbps", "reference_busbw_gbps",
+]
 
 
 class NothingMeasured(Exception):

@@ -22,10 +22,19 @@ Times detcoll's collectives against a reference on the same ranks, inputs
 and sizes: Open MPI on the cpu backend, NCCL on cuda. For each operation and
 size it takes --warmup untimed and --iterations timed samples of each side,
 alternating which side goes first, each sample after a barrier; a row's time
-is the slowest rank's median. Rank 0 prints a table on stdout
-(detcoll/reference below 1: detcoll is faster) and progress on stderr, and
-writes the JSON report (--output, read by detcoll plot) and Go benchmark
-lines (--benchfmt; compare the sides with benchstat -col /side).
+is the slowest rank's median. Rank 0 prints a table on stdout and progress
+on stderr, and writes the JSON report (--output, read by detcoll plot) and
+Go benchmark lines (--benchfmt; compare the sides with benchstat -col /side).
+
+The table's columns: detcoll's time in us, its spread (p10 us, p90 us: each
+rank's 10th and 90th percentile, the largest over the ranks, as the time is
+of medians), its algorithm and bus bandwidth in GB/s as nccl-tests reports
+them (algbw = S / time, S the input per rank, for all_gather the output, W
+times the input, *_many both buffers; busbw = algbw x 2(W-1)/W for
+all_reduce, (W-1)/W for reduce_scatter and all_gather, 1 for broadcast);
+then the reference's time and busbw, and detcoll/reference (below 1:
+detcoll is faster). A time marked * is noisy: p90 above 1.5 x p10; take
+more --iterations. The report has both sides' p10, p90 and busbw.
 
 Sizes are input bytes per rank (reduce_scatter: the whole input, W times the
 output); *_many pass the input as two buffers. Every argument is checked
@@ -73,7 +82,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&sizes, "size-bytes", defaultBenchSizes, "input bytes per rank, a list (units KiB, MiB, GiB; default on cuda: "+defaultCUDABenchSizes+")")
 	fs.IntVar(&cfg.Warmup, "warmup", 20, "untimed samples per operation and size, >= 0")
 	fs.IntVar(&cfg.Iterations, "iterations", 100, "timed samples per operation and size, > 0")
-	fs.StringVar(&cfg.Reference, "reference", defaultRef, `what to compare with: "mpi" (Open MPI; cpu), "nccl" (cuda) or "none" (default: nccl on cuda; on cpu mpi when this binary has it)`)
+	fs.StringVar(&cfg.Reference, "reference", defaultRef, `what to compare with: "mpi" (Open MPI; cpu), "nccl" (cuda) or "none"; nccl by default on cuda, and on cpu mpi when this binary has it`)
 	fs.BoolVar(&cfg.NCCLDeterministic, "nccl-deterministic", false, "run NCCL with "+strings.Join(bench.NCCLDeterministicEnv, " "))
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the random inputs")
 	fs.StringVar(&cfg.Output, "output", "", "write the JSON report here (parent directories are created)")

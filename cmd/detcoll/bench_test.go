@@ -69,7 +69,8 @@ func TestBenchRefuses(t *testing.T) {
 }
 
 // TestBenchCUDAUnavailable runs detcoll bench --backend cuda on 2 local
-// ranks where there is no GPU: it must fail, saying so, rather than hang.
+// ranks where there is no GPU: it must fail, saying so once, before it
+// starts a rank (the ranks would each say it), rather than hang.
 func TestBenchCUDAUnavailable(t *testing.T) {
 	if err := driver.Load(); err == nil {
 		driver.Unload()
@@ -79,7 +80,7 @@ func TestBenchCUDAUnavailable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), []string{"bench", "-n", "2", "--backend", "cuda", "--size-bytes", "4KiB",
 		"--warmup", "0", "--iterations", "1", "--timeout", "20s"}, &stdout, &stderr)
-	if exitCode(err) != 1 || !strings.Contains(stderr.String(), "CUDA unavailable") {
+	if exitCode(err) != 1 || err == nil || !strings.Contains(err.Error(), "--backend cuda: ") || !strings.Contains(err.Error(), "CUDA unavailable") || stderr.Len() != 0 {
 		t.Errorf("bench --backend cuda without CUDA = %v (exit %d); want exit 1 and \"CUDA unavailable\"\nstderr: %s", err, exitCode(err), stderr.String())
 	}
 }
@@ -114,8 +115,26 @@ func TestBench(t *testing.T) {
 	if m := rep.Meta; m.WorldSize != 2 || m.DType != "bfloat16" || m.Warmup != 1 || m.Iterations != 3 || len(rep.Rows) != 12 {
 		t.Errorf("report: %+v, %d rows; want 2 ranks, bfloat16, 1 + 3 samples, 12 rows", m, len(rep.Rows))
 	}
-	if got := stdout.String(); strings.Count(got, "\n") != 13 || !strings.Contains(got, "reduce_scatter_many") {
-		t.Errorf("table:\n%s", got)
+	for _, r := range rep.Rows {
+		if !(r.DetcollP10US <= r.DetcollUS && r.DetcollUS <= r.DetcollP90US) || r.DetcollBusBW <= 0 {
+			t.Errorf("report row %s %d: p10 %v, median %v, p90 %v us, busbw %v GB/s; want p10 <= median <= p90 and a busbw",
+				r.Operation, r.InputBytesPerRank, r.DetcollP10US, r.DetcollUS, r.DetcollP90US, r.DetcollBusBW)
+		}
+	}
+	// The table: a header, 12 rows, and the noise mark's legend if and only
+	// if a row has the mark (which depends on this machine's noise).
+	got := stdout.String()
+	tbl := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if want := "operation           bytes/rank detcoll us   p10 us  p90 us   algbw   busbw"; tbl[0] != want {
+		t.Errorf("table header %q; want %q", tbl[0], want)
+	}
+	want, marked := 13, len(tbl) >= 13 && strings.Contains(strings.Join(tbl[1:13], "\n"), "*")
+	if marked {
+		want++
+	}
+	if len(tbl) != want || !strings.Contains(got, "reduce_scatter_many") ||
+		marked != strings.HasPrefix(tbl[len(tbl)-1], "* noisy: p90 > 1.5 x p10") {
+		t.Errorf("table of %d lines; want %d, the last the legend if a row is marked (%v):\n%s", len(tbl), want, marked, got)
 	}
 	if got := stderr.String(); !strings.Contains(got, "[12/12] broadcast, 64KiB per rank") || !strings.Contains(got, "wrote "+out) {
 		t.Errorf("progress:\n%s", got)

@@ -26,8 +26,12 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/detcoll/detcoll/internal/launch"
 )
@@ -85,8 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		usage(stderr)
-		return &usageError{err: fmt.Errorf("detcoll: unknown command %q", args[0])}
+		// One line: the whole usage would bury what was wrong.
+		return &usageError{err: fmt.Errorf("detcoll: unknown command %q; the commands are %s (detcoll -h says what each does)",
+			args[0], strings.Join(slices.Sorted(maps.Keys(commands)), ", "))}
 	}
 	if err := cmd.run(ctx, args[1:], stdout, stderr); err != nil {
 		return fmt.Errorf("detcoll %s: %w", args[0], ranksFailed(stderr, "detcoll "+args[0], err))
@@ -178,7 +183,38 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		usage()
 		return err
 	case err != nil:
-		return badFlag(err)
+		return badFlag(withUnit(fs, err))
 	}
 	return nil
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// badDuration is how package flag words a bad value: `invalid value "15"
+// for flag -duration: parse error`.
+var badDuration = regexp.MustCompile(`^invalid value "([^"]*)" for flag -([\w-]+): `)
+
+// withUnit adds what a bad duration lacks, most often its unit ("15":
+// use "15s"), to flag's "parse error", which says nothing of it.
+func withUnit(fs *flag.FlagSet, err error) error {
+	m := badDuration.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := fs.Lookup(m[2])
+	if f == nil {
+		return err
+	}
+	if _, ok := f.Value.(flag.Getter).Get().(time.Duration); !ok {
+		return err
+	}
+	if _, perr := strconv.ParseFloat(m[1], 64); perr == nil {
+		return fmt.Errorf("%w: a duration needs a unit, such as %ss or %sms", err, m[1], m[1])
+	}
+	return fmt.Errorf("%w: want a duration such as 90s, 5m or 1h30m", err)
 }

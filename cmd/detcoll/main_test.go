@@ -24,11 +24,14 @@ func TestRunCommandLine(t *testing.T) {
 		wantErr    string // a substring
 	}{
 		{"no command", nil, 2, "", "usage: detcoll COMMAND", "no command"},
-		{"unknown command", []string{"frobnicate"}, 2, "", "usage: detcoll COMMAND", `unknown command "frobnicate"`},
+		{"unknown command", []string{"frobnicate"}, 2, "", "", `unknown command "frobnicate"; the commands are bench, plot, run, soak, verify, version`},
 		{"help", []string{"-h"}, 0, "run ", "", ""},
 		{"help word", []string{"help"}, 0, "run ", "", ""},
 		{"run help", []string{"run", "-h"}, 0, "", "usage: detcoll run -n N", ""},
-		{"run without -n", []string{"run", "--", "true"}, 2, "", "", "-n must be at least 1"},
+		{"run without -n", []string{"run", "--", "true"}, 2, "", "", "-n is required: the number of ranks to start"},
+		{"a duration without a unit", []string{"soak", "--duration", "15"}, 2, "", "", `invalid value "15" for flag -duration: parse error: a duration needs a unit, such as 15s or 15ms`},
+		{"a duration that is no duration", []string{"soak", "--duration", "soon"}, 2, "", "", "want a duration such as 90s, 5m or 1h30m"},
+		{"a bad number stays as flag says", []string{"soak", "--calls", "many"}, 2, "", "", `invalid value "many" for flag -calls: parse error`},
 		{"run -n 0", []string{"run", "-n", "0", "true"}, 2, "", "", "-n must be at least 1, got 0"},
 		{"run -n negative", []string{"run", "-n", "-3", "true"}, 2, "", "", "got -3"},
 		{"run -n not a number", []string{"run", "-n", "two", "true"}, 2, "", "", `invalid value "two" for flag -n`},
@@ -55,6 +58,29 @@ func TestRunCommandLine(t *testing.T) {
 					tt.args, err, code, stdout.String(), stderr.String(), tt.wantCode, tt.wantErr, tt.wantStdout, tt.wantStderr)
 			}
 		})
+	}
+}
+
+// TestUnknownCommandIsOneLine: a mistyped command gets one line naming
+// the commands, not the whole usage.
+func TestUnknownCommandIsOneLine(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := runMain(t.Context(), []string{"verfy"}, &stdout, &stderr); code != 2 || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("detcoll verfy: exit %d, stdout %q, stderr %q; want exit 2 and one line", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestHelpDefaults: no flag's help says its default twice (package flag
+// appends "(default X)" itself).
+func TestHelpDefaults(t *testing.T) {
+	for _, cmd := range slices.Sorted(maps.Keys(commands)) {
+		var stdout, stderr bytes.Buffer
+		runMain(t.Context(), []string{cmd, "-h"}, &stdout, &stderr)
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("detcoll %s -h: %q", cmd, line)
+			}
+		}
 	}
 }
 
@@ -139,6 +165,26 @@ func TestExitCode(t *testing.T) {
 	} {
 		if got := exitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d; want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestCUDAWithoutADriver: --backend cuda on a machine without a CUDA
+// driver is one line before any rank starts, not the same long error from
+// every rank.
+func TestCUDAWithoutADriver(t *testing.T) {
+	if launch.NeedCUDA() == nil {
+		t.Skip("this machine has a CUDA driver")
+	}
+	for _, args := range [][]string{
+		{"verify", "--backend", "cuda", "-n", "2"},
+		{"soak", "--backend", "cuda", "-n", "2"},
+		{"bench", "--backend", "cuda", "-n", "2", "--reference", "none"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runMain(t.Context(), args, &stdout, &stderr)
+		if code != 1 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "--backend cuda: ") {
+			t.Errorf("detcoll %q: exit %d, stderr %q; want exit 1 and one line", args, code, stderr.String())
 		}
 	}
 }

@@ -35,6 +35,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	switch {
 	case *n < 1:
+		if !flagSet(fs, "n") {
+			return usagef("-n is required: the number of ranks to start")
+		}
 		return usagef("-n must be at least 1, got %d", *n)
 	case fs.NArg() == 0:
 		return usagef("no program to run")

@@ -55,7 +55,7 @@ func runSoak(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&cfg.Progress, "progress", soak.DefaultProgress, "interval of rank 0's progress lines (negative: none)")
 	fs.DurationVar(&cfg.Timeout, "timeout", time.Minute, "bound on every wait for peers")
 	fs.StringVar(&cfg.Output, "output", "", "write the JSON summary to this file")
-	killRank := fs.Int("kill-rank", -1, "the rank to kill (default the last)")
+	killRank := fs.Int("kill-rank", -1, "the rank to kill; -1: the last")
 	killAfter := fs.Duration("kill-rank-after", 0, "kill the rank this long after it called Open (open; default 10ms) or after Open returned (call; default 100ms)")
 	killDuring := fs.String("kill-during", "", "kill the rank during: open, call or close")
 	killBound := fs.Duration("kill-bound", soak.DefaultKillBound, "longest time from the kill to a survivor's error")

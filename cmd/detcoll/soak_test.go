@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/detcoll/detcoll/internal/launch"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -148,8 +150,10 @@ func TestSoakRefuses(t *testing.T) {
 	}
 }
 
-// TestSoakCUDAUnavailable: without a GPU the cuda soak fails (exit 1)
-// with the backend's error in the summary, and does not hang.
+// TestSoakCUDAUnavailable: without a CUDA driver the cuda soak fails
+// (exit 1) before it starts a rank, saying so once, and writes no summary;
+// with a driver but no usable GPU it fails with the backend's error in
+// the summary. It never hangs.
 func TestSoakCUDAUnavailable(t *testing.T) {
 	if os.Getenv("DETCOLL_REQUIRE_GPU") != "" {
 		t.Skip("a GPU is required here: the cuda soak would run")
@@ -157,6 +161,12 @@ func TestSoakCUDAUnavailable(t *testing.T) {
 	code, stdout, stderr, sum := soakTest(t, "-n", "1", "--backend", "cuda", "--calls", "10")
 	if sum != nil && sum.Pass {
 		t.Skip("a GPU is here: the cuda soak passed")
+	}
+	if launch.NeedCUDA() != nil {
+		if code != 1 || sum != nil || stdout != "" {
+			t.Fatalf("no driver: exit %d, summary %+v, stdout %q; want exit 1 and nothing written", code, sum, stdout)
+		}
+		return
 	}
 	if code != 1 || sum == nil || len(sum.Problems) == 0 {
 		t.Fatalf("exit %d, summary %+v; want exit 1 and a problem\nstdout:\n%s\nstderr:\n%s", code, sum, stdout, stderr)

@@ -41,11 +41,15 @@ type built struct {
 	err                    error
 }
 
+// buildDir is buildOnce's directory, once made.
+var buildDir string
+
 var buildOnce = sync.OnceValue(func() built {
 	dir, err := os.MkdirTemp("", "libdetcoll-nccl-test")
 	if err != nil {
 		return built{err: err}
 	}
+	buildDir = dir
 	b := built{dir: dir, lib: filepath.Join(dir, "libdetcoll-nccl.so"), fake: filepath.Join(dir, "libnccl.so.2"),
 		client: filepath.Join(dir, "client")}
 	steps := [][]string{
@@ -61,6 +65,16 @@ var buildOnce = sync.OnceValue(func() built {
 	}
 	return b
 })
+
+// TestMain removes what buildOnce built: the library, the fake NCCL and
+// the client (6 MB a run, which nothing else would remove).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
 
 type buildError struct {
 	cmd, out string

@@ -15,7 +15,10 @@
 // order a function of the sample index alone and so the same on every
 // rank: neither side always inherits the other's cache state or the
 // ranks' skew. Afterwards every rank's samples are gathered; a row's time
-// is the slowest rank's median (report.Slowest).
+// is the slowest rank's median (report.Slowest), its spread the same of
+// their 10th and 90th percentiles, and its bus bandwidths those of
+// nccl-tests (report.Row.Summarise). The table marks a side whose p90 is
+// more than 1.5 times its p10: its median may not repeat.
 //
 // # Sides
 //

@@ -54,6 +54,7 @@ func Measure(cfg Config, g Group, det, ref Impl, out Output) (*report.Report, er
 			table.write(rows)
 		}
 	}
+	table.end()
 	if err := rep.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: the report is inconsistent (a harness bug): %w", err)
 	}
@@ -155,11 +156,10 @@ func measure(cfg Config, g Group, sides []Impl, op Op, s Shape, row int) ([]repo
 		r := &rows[m]
 		*r = report.Row{Operation: string(op), Mode: mode, InputBytesPerRank: int64(s.Bytes)}
 		r.DetcollSamplesUS = perRank(m, 0)
-		r.DetcollUS = report.Slowest(r.DetcollSamplesUS)
 		if n > 1 {
 			r.ReferenceSamplesUS = perRank(m, 1)
-			r.ReferenceUS = report.Slowest(r.ReferenceSamplesUS)
 		}
+		r.Summarise(g.WorldSize()) // medians, spreads, bus bandwidths
 	}
 	return rows, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -128,6 +129,12 @@ func TestRunOrderAndRows(t *testing.T) {
 	}
 	if r.DetcollUS != 8 || r.ReferenceUS != 8 {
 		t.Errorf("row 0 medians %v, %v; want 8, 8 (rank 1's)", r.DetcollUS, r.ReferenceUS)
+	}
+	// Rank 1's 6, 8, 10: p10 6.4, p90 9.6; 64 bytes in 8 us on 2 ranks.
+	if math.Abs(r.DetcollP10US-6.4) > 1e-12 || math.Abs(r.DetcollP90US-9.6) > 1e-12 || r.DetcollBusBW != 0.008 ||
+		r.ReferenceP10US != r.DetcollP10US || r.ReferenceBusBW != 0.008 {
+		t.Errorf("row 0 spreads %v-%v, %v-%v us, busbw %v, %v GB/s; want 6.4-9.6 both, 0.008 both",
+			r.DetcollP10US, r.DetcollP90US, r.ReferenceP10US, r.ReferenceP90US, r.DetcollBusBW, r.ReferenceBusBW)
 	}
 	if rep.Rows[3].Operation != "all_gather" || rep.Rows[3].InputBytesPerRank != 128 {
 		t.Errorf("row 3 = %s %d", rep.Rows[3].Operation, rep.Rows[3].InputBytesPerRank)

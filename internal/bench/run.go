@@ -64,6 +64,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return configErrorf("--hosts %d: want a divisor of the %d ranks", cfg.Hosts, world)
 	}
 	if !launched {
+		if cfg.Backend == "cuda" {
+			if err := launch.NeedCUDA(); err != nil {
+				return err
+			}
+		}
 		if cfg.Hosts > 0 && cfg.Backend == "cuda" {
 			// The rails go through NCCL: detcoll's own launcher starts the ranks.
 			return launch.SelfEnv(ctx, world, cfg.Args, append(os.Environ(), fmt.Sprintf("%s=%d", nccl.EnvVirtualHosts, cfg.Hosts)), stdout, stderr)

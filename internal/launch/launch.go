@@ -64,6 +64,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if ctx.Err() != nil {
 		return interrupted(ctx)
 	}
+	if cpus := runtime.NumCPU(); cfg.N > 2*cpus {
+		// Ranks that wait for each other spin before they sleep: many
+		// more ranks than CPUs take turns, and every call pays for it.
+		fmt.Fprintf(cfg.Stderr, "detcoll: %d ranks on %d CPUs take turns on them: expect slow calls, and timings that measure the sharing\n", cfg.N, cpus)
+	}
 	port, err := freePort()
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,26 @@ func TestRunAllSucceed(t *testing.T) {
 	}
 	if n := h.started(); n != 4 {
 		t.Errorf("%d ranks started; want 4", n)
+	}
+}
+
+// TestRunWarnsOfTooManyRanks: more than twice as many ranks as CPUs get a
+// warning line (they take turns); as many as the CPUs get none.
+func TestRunWarnsOfTooManyRanks(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		warn bool
+	}{{runtime.NumCPU(), false}, {2*runtime.NumCPU() + 1, true}} {
+		h := newHarness(t)
+		cfg := h.config(tc.n, "*=ok")
+		var stderr bytes.Buffer
+		cfg.Stderr = &stderr
+		if err := Run(testContext(t), cfg); err != nil {
+			t.Fatalf("Run(%d ranks) = %v", tc.n, err)
+		}
+		if got := strings.Contains(stderr.String(), "take turns on them"); got != tc.warn {
+			t.Errorf("%d ranks on %d CPUs: warned %v; want %v (stderr %q)", tc.n, runtime.NumCPU(), got, tc.warn, stderr.String())
+		}
 	}
 }
 

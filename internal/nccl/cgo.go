@@ -127,7 +127,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -161,7 +160,8 @@ func Load() error {
 		return nil
 	}
 	var tried []string
-	for _, name := range candidates() {
+	names := candidates()
+	for _, name := range names {
 		h, err := dlopen(name)
 		if err != nil {
 			tried = append(tried, err.Error())
@@ -174,7 +174,7 @@ func Load() error {
 		lib.name = name
 		return nil
 	}
-	return fmt.Errorf("%w: no NCCL found (%s): %s", ErrUnavailable, envHint(), strings.Join(tried, "; "))
+	return fmt.Errorf("%w: no NCCL found (%s): %s", ErrUnavailable, envHint(), driver.Tried(names, tried))
 }
 
 // resolve fills the symbol table from h; on failure it leaves it empty.

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/detcoll/detcoll/internal/report"
 )
@@ -15,45 +17,71 @@ type Input struct {
 	Report *report.Report
 }
 
-// Request is one figure: the i-th before report pairs with the i-th after
-// report.
+// OperationAll, as Config.Operation, draws every operation of the
+// reports, one figure each.
+const OperationAll = "all"
+
+// Request is one figure, of one of two kinds: reports drawn each on its
+// own (Reports), or before/after pairs (Before and After: the i-th before
+// report pairs with the i-th after report), never both.
 type Request struct {
+	// Reports are drawn each on its own, in its colour: detcoll's line
+	// and band, and the report's reference.
+	Reports       []Input
 	Before, After []Input
 	// Extra are more references, each drawn beside the after report of
 	// its world size (a report whose reference is, say, PyTorch's
 	// symmetric memory): its reference line, and its ratio.
-	Extra     []Input
+	Extra []Input
+	// Operation is the operation drawn, one of the reports' (Run turns
+	// OperationAll into a Request per operation).
 	Operation string
 	// Mode is the timing mode drawn; "" means the one mode every report
 	// has (an error when they have several).
 	Mode string
 }
 
+// drawn are the reports whose detcoll lines are drawn: Reports, or Before
+// and After.
+func (req *Request) drawn() []Input {
+	return slices.Concat(req.Reports, req.Before, req.After)
+}
+
 // Check reports every reason req cannot be drawn, joined, or nil.
 func Check(req Request) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	pairs := len(req.Before) > 0 || len(req.After) > 0
 	switch {
-	case len(req.Before) == 0 && len(req.After) == 0:
-		add("no reports: give --before and --after")
+	case len(req.Reports) > 0 && (pairs || len(req.Extra) > 0):
+		add("reports to draw on their own and before/after pairs or extra references: give one kind or the other")
+	case len(req.Reports) == 0 && !pairs:
+		add("no reports: give reports to draw, or before and after ones")
 	case len(req.Before) != len(req.After):
 		add("%d before reports but %d after reports: they pair up in order, one pair per world size", len(req.Before), len(req.After))
 	}
 	if req.Operation == "" {
 		add("no operation")
 	}
-	all := append(slices.Clone(req.Before), req.After...)
+	all := req.drawn()
 	for _, in := range append(slices.Clone(all), req.Extra...) {
 		if err := in.Report.Validate(); err != nil {
 			add("%s: %v", in.Name, err)
 		}
 	}
+	errs = append(errs, checkTwice(req)...)
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if ops := operations(all); !slices.Contains(ops, req.Operation) {
+		return fmt.Errorf("no rows of %s in any report: choose --operation %s or %s", req.Operation, strings.Join(ops, ", "), OperationAll)
 	}
 	mode, err := resolveMode(req.Mode, all)
 	if err != nil {
 		return err
+	}
+	for _, in := range req.Reports {
+		errs = append(errs, checkRows(in, req.Operation, mode)...)
 	}
 	worlds := map[int]string{}
 	for i := range req.Before {
@@ -73,6 +101,51 @@ func Check(req Request) error {
 		errs = append(errs, checkExtra(x, after, req.Operation, mode)...)
 	}
 	return errors.Join(errs...)
+}
+
+// checkTwice refuses a report given twice (by name): its lines would lie
+// on each other's, and one would hide.
+func checkTwice(req Request) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, in := range slices.Concat(req.Reports, req.Before, req.After, req.Extra) {
+		name := filepath.Clean(in.Name)
+		if !seen[name] {
+			seen[name] = true
+			continue
+		}
+		errs = append(errs, twiceError(in.Name, "", len(req.Reports) == 0))
+	}
+	return errs
+}
+
+// twiceError is the error for a report given twice, as name and, when it
+// is the same file by another name, as other: each report once, since
+// one line would hide the other. For pairs it says how to draw one report
+// alone.
+func twiceError(name, other string, pairs bool) error {
+	what := name + " given twice"
+	if other != "" && other != name {
+		what = name + " and " + other + " are the same file"
+	}
+	if pairs {
+		return fmt.Errorf("%s: give each report once; to draw one report alone, give it as an argument without --before and --after", what)
+	}
+	return fmt.Errorf("%s: give each report once", what)
+}
+
+// operations lists the operations of the reports' rows, in order of first
+// appearance.
+func operations(reports []Input) []string {
+	var ops []string
+	for _, in := range reports {
+		for _, row := range in.Report.Rows {
+			if !slices.Contains(ops, row.Operation) {
+				ops = append(ops, row.Operation)
+			}
+		}
+	}
+	return ops
 }
 
 // afterOf is the after report that x is drawn beside: the one of its
@@ -157,22 +230,27 @@ func checkPair(before, after Input, op, mode string) []error {
 	differ("warmup", b.Warmup, a.Warmup)
 	differ("iterations", b.Iterations, a.Iterations)
 
+	errs = append(errs, checkRows(before, op, mode)...)
+	errs = append(errs, checkRows(after, op, mode)...)
 	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
-	for _, s := range []struct {
-		in   Input
-		rows []report.Row
-	}{{before, bs}, {after, as}} {
-		if len(s.rows) == 0 {
-			errs = append(errs, fmt.Errorf("%s has no rows of %s in mode %s", s.in.Name, op, mode))
-		}
-		for _, r := range s.rows {
-			if r.DetcollUS <= 0 || (s.in.Report.Meta.Reference != report.ReferenceNone && r.ReferenceUS <= 0) {
-				errs = append(errs, fmt.Errorf("%s: %s at %d bytes has a time of 0, which a log scale cannot show", s.in.Name, op, r.InputBytesPerRank))
-			}
-		}
-	}
 	if len(bs) > 0 && len(as) > 0 && !slices.Equal(sizes(bs), sizes(as)) {
 		errs = append(errs, fmt.Errorf("%s and %s differ in the sizes of %s: %v before, %v after", before.Name, after.Name, op, sizes(bs), sizes(as)))
+	}
+	return errs
+}
+
+// checkRows checks that in has rows of op in mode, with times a log
+// scale can show.
+func checkRows(in Input, op, mode string) []error {
+	var errs []error
+	rows := selectRows(in.Report, op, mode)
+	if len(rows) == 0 {
+		errs = append(errs, fmt.Errorf("%s has no rows of %s in mode %s: choose an --operation and --mode that every report has", in.Name, op, mode))
+	}
+	for _, r := range rows {
+		if r.DetcollUS <= 0 || (in.Report.Meta.Reference != report.ReferenceNone && r.ReferenceUS <= 0) {
+			errs = append(errs, fmt.Errorf("%s: %s at %d bytes has a time of 0, which a log scale cannot show", in.Name, op, r.InputBytesPerRank))
+		}
 	}
 	return errs
 }

@@ -27,13 +27,21 @@ const (
 	pngDPI      = 150
 )
 
-// Colours: before orange, after blue, the reference grey and dashed.
+// Colours: before orange, after blue, the reference grey and dashed; each
+// detcoll line's band in its line's colour, translucent.
 var (
 	beforeColor    = color.RGBA{R: 230, G: 120, B: 0, A: 255}
 	afterColor     = color.RGBA{R: 0, G: 90, B: 180, A: 255}
 	referenceColor = color.RGBA{R: 110, G: 110, B: 110, A: 255}
 	// The extra references, in turn: green, purple, red.
 	extraColors = []color.Color{color.RGBA{G: 150, B: 60, A: 255}, color.RGBA{R: 130, G: 50, B: 160, A: 255}, color.RGBA{R: 200, G: 30, B: 30, A: 255}}
+	// Reports drawn on their own, in turn: blue, orange, green, purple,
+	// red, brown, pink, teal (each report's reference in its colour,
+	// dashed).
+	reportColors = []color.Color{afterColor, beforeColor, extraColors[0], extraColors[1], extraColors[2],
+		color.RGBA{R: 140, G: 86, B: 75, A: 255}, color.RGBA{R: 220, G: 80, B: 160, A: 255}, color.RGBA{G: 150, B: 150, A: 255}}
+	// referenceDashes draws a reference's line.
+	referenceDashes = []vg.Length{vg.Points(5), vg.Points(3)}
 )
 
 // Write checks req (see Check) and only then draws it and writes the
@@ -42,7 +50,14 @@ func Write(req Request, pngPath, svgPath string) error {
 	if err := Check(req); err != nil {
 		return err
 	}
-	mode, _ := resolveMode(req.Mode, append(append([]Input(nil), req.Before...), req.After...))
+	mode, _ := resolveMode(req.Mode, req.drawn())
+	if len(req.Reports) > 0 {
+		p, r, err := reportsPanels(req.Reports, req.Operation, mode)
+		if err != nil {
+			return err
+		}
+		return writeFigure([]*gplot.Plot{p}, []*gplot.Plot{r}, pngPath, svgPath)
+	}
 	// Each pair is a column of two panels: latency, and below it the
 	// ratio to each reference (a log-log latency plot hides a 20% gap).
 	var panels, ratios []*gplot.Plot
@@ -63,6 +78,13 @@ func Write(req Request, pngPath, svgPath string) error {
 		}
 		panels, ratios = append(panels, p), append(ratios, r)
 	}
+	return writeFigure(panels, ratios, pngPath, svgPath)
+}
+
+// writeFigure lays panels out in rows of up to maxCols columns, each with
+// its ratio panel below it when any panel has one (ratios[i] may be nil),
+// and writes the figure as PNG and SVG.
+func writeFigure(panels, ratios []*gplot.Plot, pngPath, svgPath string) error {
 	cols := min(len(panels), maxCols)
 	rows := (len(panels) + cols - 1) / cols
 	withRatios := slices.ContainsFunc(ratios, func(p *gplot.Plot) bool { return p != nil })
@@ -107,40 +129,55 @@ func drawGrid(grid [][]*gplot.Plot, dc draw.Canvas) {
 	}
 }
 
-// panel draws one pair: detcoll before and after, the after report's
-// reference and the extra references.
+// panel draws one pair: detcoll before and after, each with its band,
+// the after report's reference and the extra references.
 func panel(before, after Input, extras []Input, op, mode string) (*gplot.Plot, error) {
 	m := &after.Report.Meta
-	p := gplot.New()
-	p.Title.Text = fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.Device, m.DType, mode, versions(m))
-	p.X.Label.Text = "input bytes per rank"
-	p.Y.Label.Text = "us per call, slowest rank's median (lower is better)"
-	p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
-	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = true, true
-
 	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
-	var ticks gplot.ConstantTicks
-	for _, r := range as {
-		ticks = append(ticks, gplot.Tick{Value: float64(r.InputBytesPerRank), Label: report.SizeLabel(r.InputBytesPerRank)})
-	}
-	p.X.Tick.Marker = ticks
-
+	p := latencyPlot(fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.Device, m.DType, mode, versions(m)), as)
 	lines := []series{
-		{"before: detcoll " + before.Report.Meta.Commit, bs, false, beforeColor, nil},
-		{"after: detcoll " + m.Commit, as, false, afterColor, nil},
+		{label: "before: detcoll " + before.Report.Meta.Commit, rows: bs, band: true, color: beforeColor},
+		{label: "after: detcoll " + m.Commit, rows: as, band: true, color: afterColor},
 	}
 	if m.Reference != report.ReferenceNone {
-		lines = append(lines, series{referenceLabel(m) + " (after run)", as, true, referenceColor, []vg.Length{vg.Points(5), vg.Points(3)}})
+		lines = append(lines, series{label: referenceLabel(m) + " (after run)", rows: as, ref: true, color: referenceColor, dashes: referenceDashes})
 	}
 	for i, x := range extras {
-		lines = append(lines, series{referenceLabel(&x.Report.Meta) + " (" + x.Name + ")", selectRows(x.Report, op, mode), true,
-			extraColors[i%len(extraColors)], []vg.Length{vg.Points(2), vg.Points(2)}})
+		lines = append(lines, series{label: referenceLabel(&x.Report.Meta) + " (" + x.Name + ")", rows: selectRows(x.Report, op, mode), ref: true,
+			color: extraColors[i%len(extraColors)], dashes: []vg.Length{vg.Points(2), vg.Points(2)}})
 	}
 	if err := addLines(p, lines); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// latencyPlot is an empty latency panel: log-log, titled, with a tick at
+// each size of the rows.
+func latencyPlot(title string, rows ...[]report.Row) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "input bytes per rank"
+	p.Y.Label.Text = "us per call, slowest rank's median; band p10-p90 (lower is better)"
+	p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
+	p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = sizeTicks(rows...)
+	p.Legend.Top, p.Legend.Left = true, true
+	return p
+}
+
+// sizeTicks is a tick at each size of the rows, labelled like "64KiB".
+func sizeTicks(rows ...[]report.Row) gplot.ConstantTicks {
+	var all []int64
+	for _, rs := range rows {
+		all = append(all, sizes(rs)...)
+	}
+	slices.Sort(all)
+	var ticks gplot.ConstantTicks
+	for _, n := range slices.Compact(all) {
+		ticks = append(ticks, gplot.Tick{Value: float64(n), Label: report.SizeLabel(n)})
+	}
+	return ticks
 }
 
 // ratioPanel draws, per size, the after run's detcoll time over each
@@ -164,29 +201,10 @@ func ratioPanel(after Input, extras []Input, op, mode string) (*gplot.Plot, erro
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	p := gplot.New()
-	p.Title.Text = fmt.Sprintf("%s, W=%d: detcoll %s / reference", op, m.WorldSize, m.Commit)
-	p.X.Label.Text = "input bytes per rank"
-	p.Y.Label.Text = "time ratio (below 1: detcoll faster)"
-	p.X.Scale = gplot.LogScale{}
-	var ticks gplot.ConstantTicks
-	for _, r := range as {
-		ticks = append(ticks, gplot.Tick{Value: float64(r.InputBytesPerRank), Label: report.SizeLabel(r.InputBytesPerRank)})
-	}
-	p.X.Tick.Marker = ticks
-	p.Legend.Top, p.Legend.Left = true, true
-	one := plotter.NewFunction(func(float64) float64 { return 1 })
-	one.Color, one.Dashes, one.Width = color.Black, []vg.Length{vg.Points(1), vg.Points(2)}, vg.Points(1)
-	p.Add(one)
-	p.Y.Min = 0
+	p := ratioPlot(fmt.Sprintf("%s, W=%d: detcoll %s / reference", op, m.WorldSize, m.Commit), as)
 	var lines []series
 	for _, r := range refs {
-		ratio := make([]report.Row, len(as))
-		for i := range as {
-			ratio[i] = report.Row{InputBytesPerRank: as[i].InputBytesPerRank, DetcollUS: as[i].DetcollUS / r.rows[i].ReferenceUS}
-			p.Y.Max = max(p.Y.Max, ratio[i].DetcollUS*1.1, 1.2)
-		}
-		lines = append(lines, series{"vs " + r.label, ratio, false, r.color, nil})
+		lines = append(lines, ratioSeries(p, "vs "+r.label, as, r.rows, r.color))
 	}
 	if err := addLines(p, lines); err != nil {
 		return nil, err
@@ -194,8 +212,45 @@ func ratioPanel(after Input, extras []Input, op, mode string) (*gplot.Plot, erro
 	return p, nil
 }
 
-// addLines adds each series as a line with points, and to the legend.
+// ratioPlot is an empty ratio panel, titled, with a tick at each size of
+// the rows and the line at 1 marked.
+func ratioPlot(title string, rows ...[]report.Row) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "input bytes per rank"
+	p.Y.Label.Text = "time ratio (below 1: detcoll faster)"
+	p.X.Scale = gplot.LogScale{}
+	p.X.Tick.Marker = sizeTicks(rows...)
+	p.Legend.Top, p.Legend.Left = true, true
+	one := plotter.NewFunction(func(float64) float64 { return 1 })
+	one.Color, one.Dashes, one.Width = color.Black, []vg.Length{vg.Points(1), vg.Points(2)}, vg.Points(1)
+	p.Add(one)
+	p.Y.Min = 0
+	return p
+}
+
+// ratioSeries is, size by size, the detcoll time of det over the
+// reference time of ref (rows of the same sizes); it raises p's y range to
+// show it.
+func ratioSeries(p *gplot.Plot, label string, det, ref []report.Row, c color.Color) series {
+	ratio := make([]report.Row, len(det))
+	for i := range det {
+		ratio[i] = report.Row{InputBytesPerRank: det[i].InputBytesPerRank, DetcollUS: det[i].DetcollUS / ref[i].ReferenceUS}
+		p.Y.Max = max(p.Y.Max, ratio[i].DetcollUS*1.1, 1.2)
+	}
+	return series{label: label, rows: ratio, color: c}
+}
+
+// addLines adds each series as a line with points, and to the legend;
+// the bands first, so that no band covers a line.
 func addLines(p *gplot.Plot, lines []series) error {
+	for _, l := range lines {
+		if l.band {
+			if err := addBand(p, l.rows, l.color); err != nil {
+				return fmt.Errorf("plot: %s: %w", l.label, err)
+			}
+		}
+	}
 	for _, l := range lines {
 		xys := make(plotter.XYs, len(l.rows))
 		for i, r := range l.rows {
@@ -221,6 +276,7 @@ type series struct {
 	label  string
 	rows   []report.Row
 	ref    bool // draw ReferenceUS, not DetcollUS
+	band   bool // shade the spread of the detcoll samples (see band)
 	color  color.Color
 	dashes []vg.Length
 }

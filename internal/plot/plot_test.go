@@ -268,3 +268,15 @@ func TestCheckExtraValidated(t *testing.T) {
 		t.Errorf("Check = %v; want it to refuse x.json's schema version", err)
 	}
 }
+
+func TestSuffixed(t *testing.T) {
+	for _, tt := range []struct{ path, op, want string }{
+		{"fig.png", "all_reduce", "fig-all_reduce.png"},
+		{"d/fig.svg", "broadcast", "d/fig-broadcast.svg"},
+		{"d.x/fig.png", "all_gather", "d.x/fig-all_gather.png"},
+	} {
+		if got := suffixed(tt.path, tt.op); got != tt.want {
+			t.Errorf("suffixed(%q, %q) = %q; want %q", tt.path, tt.op, got, tt.want)
+		}
+	}
+}

@@ -18,13 +18,23 @@ func FuzzRead(f *testing.F) {
 	none := sample()
 	none.Meta.Reference, none.Meta.ReferenceDType = ReferenceNone, ""
 	for i := range none.Rows {
-		none.Rows[i].ReferenceUS, none.Rows[i].ReferenceSamplesUS = 0, nil
+		row := &none.Rows[i]
+		row.ReferenceUS, row.ReferenceSamplesUS = 0, nil
+		row.ReferenceP10US, row.ReferenceP90US, row.ReferenceBusBW = 0, 0, 0
 	}
 	buf.Reset()
 	if err := Write(&buf, none); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
+	// Without the summary fields, which Read fills in.
+	buf.Reset()
+	if err := Write(&buf, unsummarised(sample())); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add(bytes.Replace(valid, []byte(`"detcoll_p10_us": 2.4`), []byte(`"detcoll_p10_us": 1e308`), 1))
+	f.Add(bytes.Replace(valid, []byte(`"detcoll_us": 4`), []byte(`"detcoll_us": 4e-320`), 1))
 	f.Add([]byte(`{"kind":"detcoll_bench","schema_version":1}`))
 	f.Add([]byte(`{"kind":"detcoll_bench","schema_version":1,"metadata":{"options":null},"rows":[]}`))
 	f.Add(bytes.Replace(valid, []byte(`"iterations": 3`), []byte(`"iterations": 1e9`), 1))

@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 )
 
-// Read decodes and validates one report. Unknown fields, trailing data,
-// another kind or schema version are errors.
+// Read decodes and validates one report, and fills in the summary fields
+// it lacks (Row). Unknown fields, trailing data, another kind or schema
+// version are errors.
 func Read(r io.Reader) (*Report, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -52,6 +53,11 @@ func Read(r io.Reader) (*Report, error) {
 	}
 	if err := rep.Validate(); err != nil {
 		return nil, err
+	}
+	// The summary fields a report lacks (Row): Validate has checked those
+	// it has, which Summarise leaves as they are.
+	for i := range rep.Rows {
+		rep.Rows[i].Summarise(rep.Meta.WorldSize)
 	}
 	return rep, nil
 }

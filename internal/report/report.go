@@ -95,6 +95,25 @@ type Row struct {
 	// the report has no reference.
 	DetcollUS   float64 `json:"detcoll_us"`
 	ReferenceUS float64 `json:"reference_us"`
+	// The spread and the bus bandwidths are summary fields that a report
+	// may lack (0 then, and absent from the JSON: reports written before
+	// they existed, and tools/symm_mem.py's); Read fills them in, so every
+	// report that reads has them (Row.Summarise).
+	//
+	// DetcollP10US and DetcollP90US are each rank's 10th and 90th
+	// percentile time in microseconds, the largest over the ranks, as
+	// DetcollUS is of medians: SlowestPercentile of the samples. Likewise
+	// ReferenceP10US and ReferenceP90US, 0 when the report has no
+	// reference.
+	DetcollP10US   float64 `json:"detcoll_p10_us,omitempty"`
+	DetcollP90US   float64 `json:"detcoll_p90_us,omitempty"`
+	ReferenceP10US float64 `json:"reference_p10_us,omitempty"`
+	ReferenceP90US float64 `json:"reference_p90_us,omitempty"`
+	// DetcollBusBW and ReferenceBusBW are the bus bandwidths in GB/s at
+	// DetcollUS and ReferenceUS, as nccl-tests defines them (Bandwidth); 0
+	// where there is none (no time, an operation without one).
+	DetcollBusBW   float64 `json:"detcoll_busbw_gbps,omitempty"`
+	ReferenceBusBW float64 `json:"reference_busbw_gbps,omitempty"`
 	// DetcollSamplesUS[r] holds rank r's timed samples in microseconds,
 	// Iterations of them, in the order taken; likewise ReferenceSamplesUS,
 	// which is empty when the report has no reference.

@@ -108,13 +108,38 @@ func (row *Row) validate(m *Meta) error {
 	if err := checkSamples("detcoll", row.DetcollUS, row.DetcollSamplesUS, m); err != nil {
 		return err
 	}
+	if err := row.checkSummary("detcoll", row.DetcollUS, row.DetcollP10US, row.DetcollP90US, row.DetcollBusBW, row.DetcollSamplesUS, m); err != nil {
+		return err
+	}
 	if m.Reference == ReferenceNone {
-		if row.ReferenceUS != 0 || len(row.ReferenceSamplesUS) != 0 {
+		if row.ReferenceUS != 0 || len(row.ReferenceSamplesUS) != 0 ||
+			row.ReferenceP10US != 0 || row.ReferenceP90US != 0 || row.ReferenceBusBW != 0 {
 			return fmt.Errorf("reference times in a report without a reference")
 		}
 		return nil
 	}
-	return checkSamples("reference", row.ReferenceUS, row.ReferenceSamplesUS, m)
+	if err := checkSamples("reference", row.ReferenceUS, row.ReferenceSamplesUS, m); err != nil {
+		return err
+	}
+	return row.checkSummary("reference", row.ReferenceUS, row.ReferenceP10US, row.ReferenceP90US, row.ReferenceBusBW, row.ReferenceSamplesUS, m)
+}
+
+// checkSummary checks one side's optional summary fields, once
+// checkSamples has passed: each is 0 (absent) or what the samples give.
+func (row *Row) checkSummary(side string, us, p10, p90, busbw float64, perRank [][]float64, m *Meta) error {
+	for _, f := range []struct {
+		name string
+		p    float64
+		got  float64
+	}{{"p10", 10, p10}, {"p90", 90, p90}} {
+		if want := SlowestPercentile(perRank, f.p); f.got != 0 && f.got != want {
+			return fmt.Errorf("%s_%s_us %v: the samples give %v (the largest of the ranks' %vth percentiles)", side, f.name, f.got, want, f.p)
+		}
+	}
+	if _, want := Bandwidth(row.Operation, row.InputBytesPerRank, m.WorldSize, us); busbw != 0 && busbw != want {
+		return fmt.Errorf("%s_busbw_gbps %v: the median gives %v", side, busbw, want)
+	}
+	return nil
 }
 
 // checkSamples checks one side's samples: one list per rank, Iterations

@@ -88,6 +88,11 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	}
 	opts := detcoll.Options{Backend: cfg.Backend, Timeout: cfg.Timeout, Capacity: cfg.Capacity()}
 	if !found {
+		if cfg.Backend == "cuda" {
+			if err := launch.NeedCUDA(); err != nil {
+				return err
+			}
+		}
 		return parent(ctx, cfg, opts, stdout, stderr)
 	}
 	if dir := os.Getenv(DirVar); dir != "" {

@@ -189,7 +189,7 @@ func writeProgress(w io.Writer, d time.Duration, res *RankResult) {
 	if w == nil {
 		return
 	}
-	fmt.Fprintf(w, "soak: %s: %d calls (%.0f/s), %s, %d checks, %d failures\n",
+	fmt.Fprintf(w, "soak: %s: rank 0: %d calls (%.0f/s), %s, %d checks, %d failures (the summary counts every rank)\n",
 		d.Round(time.Second), res.Calls, float64(res.Calls)/d.Seconds(), formatBytes(res.Bytes), res.Checks, res.Failures)
 }
 

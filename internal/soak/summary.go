@@ -293,7 +293,7 @@ func Write(path string, s *Summary) error {
 
 // Print writes the short summary: the totals and the verdict.
 func Print(w io.Writer, s *Summary) {
-	fmt.Fprintf(w, "soak: %s backend, %d ranks, seed %d: %d calls in %.1f s (%.0f calls/s), %s, %d checks, %d wrong results\n",
+	fmt.Fprintf(w, "soak: %s backend, %d ranks, seed %d: all ranks: %d calls in %.1f s (%.0f calls/s), %s, %d checks, %d wrong results\n",
 		s.Config.Backend, s.Config.WorldSize, s.Config.Seed, s.Total.Calls, s.Total.Seconds, s.Total.CallsPerSecond,
 		formatBytes(s.Total.Bytes), s.Total.Checks, s.Total.Failures)
 	if k := s.Kill; k != nil {

@@ -104,11 +104,16 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		return err
 	}
 	acrossHosts := cfg.Hosts > 0 || os.Getenv(mpi.EnvVirtualHosts) != ""
+	if !launched && cfg.Hosts > 0 && cfg.N%cfg.Hosts != 0 {
+		return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
+	}
+	if !launched && cfg.Backend == "cuda" {
+		if err := launch.NeedCUDA(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !launched && cfg.Hosts > 0:
-		if cfg.N%cfg.Hosts != 0 {
-			return &ConfigError{fmt.Errorf("--hosts %d: want a divisor of -n %d", cfg.Hosts, cfg.N)}
-		}
 		env := append(os.Environ(), fmt.Sprintf("%s=%d", mpi.EnvVirtualHosts, cfg.Hosts))
 		if cfg.Backend == "cuda" {
 			// The hosts' traffic goes through NCCL, which needs no

@@ -98,7 +98,7 @@ func Write(w io.Writer, info Info) error {
 	commit := info.Revision
 	switch {
 	case commit == "":
-		commit = "unknown (not stamped: a go build or go install from a checkout stamps it)"
+		commit = "unknown (not stamped: go build or go install in a git checkout stamps it, unless -buildvcs=false (in GOFLAGS too) or go run/go test built it)"
 	case info.Modified:
 		commit += " (modified)"
 	}

@@ -24,7 +24,7 @@ func TestWrite(t *testing.T) {
 			"detcoll  github.com/detcoll/detcoll (devel)\ncommit   0123abcd (modified)\ngo       go1.26.0 " + runtime.GOOS + "/" + runtime.GOARCH + "\n" +
 				"cuda     not found: no libcuda\nnvrtc    not found: no NVRTC\nnccl     not found: no NCCL\n"},
 		{"no build info", Info{Go: "go1.26.0", CUDA: Lib{Err: errors.New("x")}, NVRTC: Lib{Err: errors.New("x")}, NCCL: Lib{Err: errors.New("x")}},
-			"detcoll  detcoll unknown\ncommit   unknown (not stamped: a go build or go install from a checkout stamps it)\n"},
+			"detcoll  detcoll unknown\ncommit   unknown (not stamped: go build or go install in a git checkout stamps it, unless -buildvcs=false (in GOFLAGS too) or go run/go test built it)\n"},
 	} {
 		var b bytes.Buffer
 		if err := Write(&b, tc.info); err != nil {

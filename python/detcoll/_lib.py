@@ -1,6 +1,9 @@
-"""Where libdetcoll-nccl is."""
+"""Where libdetcoll-nccl is, and what it needs."""
 
+import ctypes
+import importlib.util
 import os
+import sys
 
 LIBRARY_NAME = "libdetcoll-nccl.so"
 
@@ -53,3 +56,21 @@ def loaded(maps="/proc/self/maps"):
             return any(line.rstrip().endswith("/" + LIBRARY_NAME) for line in f)
     except OSError:
         return False
+
+
+def problems(find_spec=importlib.util.find_spec, load=ctypes.CDLL):
+    """What this machine lacks for the library to serve anything, as
+    sentences (none: nothing is missing). The library itself loads
+    anywhere; without a CUDA driver every reduction goes to the real NCCL
+    (or, under DETCOLL_NCCL_MODE=strict, fails), and without torch there is
+    no torch.distributed to serve. torch is looked for, not imported:
+    enable() must run before it is."""
+    out = []
+    try:
+        load("libcuda.so.1")
+    except OSError:
+        out.append("no CUDA driver (libcuda.so.1 does not load): the library will hand every reduction to the "
+                   "real NCCL, which needs a GPU too")
+    if "torch" not in sys.modules and find_spec("torch") is None:
+        out.append("torch is not installed: there is no torch.distributed for the library to serve")
+    return out

@@ -3,6 +3,7 @@
 import ctypes
 import os
 import sys
+import warnings
 
 from detcoll import _lib
 from detcoll.tree import CANONICAL_NAN, tree
@@ -26,10 +27,15 @@ def enable(environ=None):
     memory in static TLS block"), it starts the program again, the same
     command line under LD_PRELOAD, in the same process (exec): whatever
     the program did before enable() is done again. Under LD_PRELOAD it
-    has nothing to do. It returns the library's path.
+    has nothing to do. It returns the library's path. Where this machine
+    lacks what the library needs to serve anything (a CUDA driver, torch),
+    it says so with a RuntimeWarning, at once, rather than let the first
+    NCCL call fail later.
     """
     environ = os.environ if environ is None else environ
     path = _lib.library_path(environ)
+    for p in _lib.problems():
+        warnings.warn(f"detcoll: {p}", RuntimeWarning, stacklevel=2)
     if _lib.loaded():
         return path
     if "torch" in sys.modules:

@@ -60,7 +60,68 @@ class LibraryTest(unittest.TestCase):
         self.assertFalse(_lib.loaded("/nonexistent/maps"))
 
 
+class ProblemsTest(unittest.TestCase):
+    def test_nothing_missing(self):
+        self.assertEqual(_lib.problems(find_spec=lambda name: object(), load=lambda name: None), [])
+
+    def test_no_driver_no_torch(self):
+        def no(name):
+            raise OSError(f"{name}: cannot open shared object file")
+
+        got = _lib.problems(find_spec=lambda name: None, load=no)
+        self.assertEqual(len(got), 2, got)
+        self.assertIn("no CUDA driver", got[0])
+        self.assertIn("torch is not installed", got[1])
+
+
+class MainTest(unittest.TestCase):
+    def run_main(self, *args, env=None):
+        import subprocess
+
+        e = dict(os.environ)
+        e.update(env or {})
+        here = os.path.join(os.path.dirname(__file__), "..")
+        e["PYTHONPATH"] = here
+        return subprocess.run([sys.executable, "-m", "detcoll", *args], capture_output=True, text=True, env=e)
+
+    def test_help(self):
+        r = self.run_main("--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("LD_PRELOAD", r.stdout)
+
+    def test_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, _lib.LIBRARY_NAME)
+            open(p, "w").close()
+            r = self.run_main(env={_lib.ENV_LIB: p})
+            self.assertEqual((r.returncode, r.stdout.strip()), (0, p), r.stderr)
+
+    def test_missing(self):
+        r = self.run_main(env={_lib.ENV_LIB: "/nonexistent/libdetcoll-nccl.so"})
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is not a file", r.stderr)
+
+    def test_bad_flag(self):
+        r = self.run_main("--nope")
+        self.assertEqual(r.returncode, 2)
+
+
 class EnableTest(unittest.TestCase):
+    def test_warns_what_is_missing(self):
+        # Without a CUDA driver or torch, enable says so at once.
+        from detcoll import torch as dtorch
+
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, _lib.LIBRARY_NAME)
+            open(p, "w").close()
+            old = _lib.problems, _lib.loaded
+            _lib.problems, _lib.loaded = (lambda: ["no CUDA driver (test)"]), (lambda: True)
+            try:
+                with self.assertWarnsRegex(RuntimeWarning, "no CUDA driver"):
+                    self.assertEqual(dtorch.enable({_lib.ENV_LIB: p}), p)
+            finally:
+                _lib.problems, _lib.loaded = old
+
     def test_after_torch(self):
         # torch already imported: enable must refuse, saying how instead.
         from detcoll import torch as dtorch

@@ -38,12 +38,14 @@ def read(*parts):
         return f.read()
 
 
-def go_struct_tags(src, name):
-    """The json tags of Go struct name in src, in order."""
+def go_struct_tags(src, name, optional=False):
+    """The json tags of Go struct name in src, in order: the ones always
+    written, or (optional) the ones left out when empty (omitempty)."""
     m = re.search(r"type %s struct \{(.*?)\n\}" % name, src, re.S)
     if not m:
         raise AssertionError(f"no struct {name}")
-    return re.findall(r'json:"([a-z_]+)"', m.group(1))
+    tags = re.findall(r'json:"([a-z0-9_]+)(,omitempty)?"', m.group(1))
+    return [t for t, omit in tags if bool(omit) == optional]
 
 
 W, ITERS = 2, 5
@@ -130,6 +132,7 @@ class PureTest(unittest.TestCase):
         self.assertEqual(go_struct_tags(src, "Report"), sm.REPORT_FIELDS)
         self.assertEqual(go_struct_tags(src, "Meta"), sm.META_FIELDS)
         self.assertEqual(go_struct_tags(src, "Row"), sm.ROW_FIELDS)
+        self.assertEqual(go_struct_tags(src, "Row", optional=True), sm.OPTIONAL_ROW_FIELDS)
         self.assertIn('Kind          = "%s"' % sm.KIND, src)
         self.assertIn("SchemaVersion = %d" % sm.SCHEMA_VERSION, src)
         self.assertIn('ReferenceSymmMem = "%s"' % sm.REFERENCE, src)
@@ -259,6 +262,11 @@ class PlotTest(unittest.TestCase):
         cls.after = os.path.join(cls.dir, "after.json")
         with open(cls.after, "w") as f:
             f.write(sm.dumps(after))
+        # plot refuses one file as both before and after: a copy of each.
+        cls.before = os.path.join(cls.dir, "before.json")
+        shutil.copy(cls.after, cls.before)
+        cls.symm2 = os.path.join(cls.dir, "symm-copy.json")
+        shutil.copy(cls.symm, cls.symm2)
 
     @classmethod
     def tearDownClass(cls):
@@ -270,14 +278,14 @@ class PlotTest(unittest.TestCase):
     def test_extra(self):
         for mode in MODES:
             fig = os.path.join(self.dir, f"fig-{mode}.png")
-            p = self.plot("--before", self.after, "--after", self.after, "--extra", self.symm, "--mode", mode, "--output", fig)
+            p = self.plot("--before", self.before, "--after", self.after, "--extra", self.symm, "--mode", mode, "--output", fig)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertTrue(os.path.getsize(fig) > 0)
 
     def test_not_a_detcoll_run(self):
         # Its detcoll times are 0: plot refuses it as the after run.
         fig = os.path.join(self.dir, "bad.png")
-        p = self.plot("--before", self.symm, "--after", self.symm, "--mode", "graph", "--output", fig)
+        p = self.plot("--before", self.symm2, "--after", self.symm, "--mode", "graph", "--output", fig)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("a time of 0", p.stderr)
 

@@ -101,7 +101,7 @@ func openLibrary(which C.int, what string, candidates []string) (string, error) 
 		}
 		return name, nil
 	}
-	return "", fmt.Errorf("%w: no %s found (%s): %s", ErrUnavailable, what, envHint(which), strings.Join(tried, "; "))
+	return "", fmt.Errorf("%w: no %s found (%s): %s", ErrUnavailable, what, envHint(which), Tried(candidates, tried))
 }
 
 // envHint says how the candidates were chosen, or how to choose another.
