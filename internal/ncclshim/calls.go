@@ -113,7 +113,7 @@ func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr, star
 	if r, v, ok := s.ready(c, stream, k); !ok {
 		return r, v
 	}
-	if call.Kind == ReduceScatter && c.gather.ptr == 0 && s.gathers(c, call, dtype) {
+	if call.Kind == ReduceScatter && c.gather.ptr == 0 && gathers(c, call.Count, dtype) {
 		// Its gathering memory is allocated at the first call that needs
 		// it, which a CUDA graph capture would not survive.
 		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
@@ -188,7 +188,7 @@ func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DTyp
 // all-reduce.
 func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, dt detcoll.DType, stream uintptr) error {
 	size := dt.Size()
-	if !s.gathers(c, Call{Count: n}, dt) {
+	if !gathers(c, n, dt) {
 		return c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), n, dt, detcoll.Stream(stream))
 	}
 	if c.gather.ptr == 0 {
@@ -215,10 +215,10 @@ func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, dt detcoll.DTyp
 	return nil
 }
 
-// gathers reports whether a reduce-scatter of call.Count elements per
-// rank is larger than c's capacity: cut into pieces, gathered.
-func (s *Shim) gathers(c *comm, call Call, dt detcoll.DType) bool {
-	return int64(call.Count)*int64(c.world)*int64(dt.Size()) > c.capacity
+// gathers reports whether a reduce-scatter of n elements per rank is
+// larger than c's capacity: cut into pieces, gathered.
+func gathers(c *comm, n int, dt detcoll.DType) bool {
+	return int64(n)*int64(c.world)*int64(dt.Size()) > c.capacity
 }
 
 // ready makes sure detcoll serves c, setting it up on first use; c.mu is
