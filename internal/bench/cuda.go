@@ -21,6 +21,10 @@ type CUDA struct {
 	g    *gpuSide
 	c    *detcoll.Comm
 	info GPUInfo
+	// How the ranks share GPUs (report.Meta's GPUSharing and
+	// RanksPerGPU): set by shareGPUs; "" and 1 when each has its own.
+	sharing string
+	perGPU  int
 }
 
 // NewCUDA returns detcoll's side on c, a cuda communicator.
@@ -49,6 +53,9 @@ func (d *CUDA) Name() string { return "detcoll" }
 // detcoll's options, and notes how the modes are timed.
 func (d *CUDA) Describe(m *report.Meta) {
 	m.Device = d.info.Device
+	if d.sharing != "" {
+		m.GPUSharing, m.RanksPerGPU = d.sharing, d.perGPU
+	}
 	m.DriverVersion = d.info.Driver
 	m.CUDAVersion = d.info.CUDA
 	opts, err := json.Marshal(d.c.Options())
@@ -108,6 +115,9 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 	d.g.prepared(s.Bytes, call)
 	return nil
 }
+
+// Moves is what rank 0's kernels move for one call of op at s.
+func (d *CUDA) Moves(op Op, s Shape) (*report.Moves, error) { return moves(op, s) }
 
 // Barrier is the cuda communicator's Barrier.
 func (d *CUDA) Barrier() error { return d.c.Barrier() }

@@ -104,6 +104,12 @@ func tuningEnv(env []string) []string {
 	return out
 }
 
+// mover is a side that says what its kernels move per call (detcoll's on
+// the cuda backend).
+type mover interface {
+	Moves(op Op, s Shape) (*report.Moves, error)
+}
+
 // measure takes one operation and size's samples on this rank, gathers
 // every rank's and returns the rows, one per mode.
 func measure(cfg Config, g Group, sides []Impl, op Op, s Shape, row int) ([]report.Row, error) {
@@ -151,10 +157,18 @@ func measure(cfg Config, g Group, sides []Impl, op Op, s Shape, row int) ([]repo
 		}
 		return out
 	}
+	var moved *report.Moves
+	if m, ok := sides[0].(mover); ok {
+		s.Rank = 0
+		var err error
+		if moved, err = m.Moves(op, s); err != nil {
+			return nil, err
+		}
+	}
 	rows := make([]report.Row, len(cfg.Modes))
 	for m, mode := range cfg.Modes {
 		r := &rows[m]
-		*r = report.Row{Operation: string(op), Mode: mode, InputBytesPerRank: int64(s.Bytes)}
+		*r = report.Row{Operation: string(op), Mode: mode, InputBytesPerRank: int64(s.Bytes), DetcollMoves: moved}
 		r.DetcollSamplesUS = perRank(m, 0)
 		if n > 1 {
 			r.ReferenceSamplesUS = perRank(m, 1)

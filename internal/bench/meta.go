@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -35,13 +36,16 @@ func CPUModel() string {
 
 // Commit names the detcoll source a report comes from: DETCOLL_COMMIT when
 // set; else the revision Go stamped into the binary ("-dirty" when the tree
-// had changes); else git describe of the current directory's repository;
-// else "unknown".
+// had changes); else git describe of the current directory's repository,
+// but only where that repository is detcoll's own (its go.mod names this
+// module): a binary run from another project's folder must not name that
+// project's commit; else "unknown".
 func Commit() string {
 	if c := os.Getenv("DETCOLL_COMMIT"); c != "" {
 		return c
 	}
-	if info, ok := debug.ReadBuildInfo(); ok {
+	info, ok := debug.ReadBuildInfo()
+	if ok {
 		var rev, dirty string
 		for _, s := range info.Settings {
 			switch {
@@ -57,11 +61,32 @@ func Commit() string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	top, err := exec.CommandContext(ctx, "git", "rev-parse", "--show-toplevel").Output()
+	if err != nil || !declaresModule(filepath.Join(strings.TrimSpace(string(top)), "go.mod"), modulePath) {
+		return "unknown"
+	}
 	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty", "--abbrev=12").Output()
 	if c := strings.TrimSpace(string(out)); err == nil && c != "" {
 		return c
 	}
 	return "unknown"
+}
+
+// modulePath is detcoll's module.
+const modulePath = "github.com/detcoll/detcoll"
+
+// declaresModule reports whether the go.mod at path declares module.
+func declaresModule(path, module string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == module
+		}
+	}
+	return false
 }
 
 // hostname is os.Hostname, or "" when it fails.

@@ -197,6 +197,9 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, stdout, stderr io
 		return fail(err)
 	}
 	defer det.Close()
+	if err := det.shareGPUs(host); err != nil {
+		return fail(err)
+	}
 	var ref Impl
 	var nccl *NCCL
 	if cfg.Reference == report.ReferenceNCCL {
@@ -219,6 +222,9 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, stdout, stderr io
 		}
 		fmt.Fprintf(stderr, "bench: %d ranks, cuda backend on GPU %d of rank 0, %v, reference %s%s, %d warmup + %d timed samples per row and mode\n",
 			c.WorldSize(), c.Device(), cfg.DType, cfg.Reference, extra, cfg.Warmup, cfg.Iterations)
+		if det.sharing != "" {
+			fmt.Fprintf(stderr, "bench: %d ranks per GPU (%s): times are one GPU's, not NVLink's\n", det.perGPU, det.sharing)
+		}
 	}
 	rep, err := Measure(cfg, CommGroup(host), det, ref, out)
 	if err != nil {

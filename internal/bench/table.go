@@ -21,20 +21,27 @@ const noiseMark = "*"
 // (the slowest rank's median), its spread (p10 and p90, as report.Row
 // has them), its algorithm and bus bandwidths in GB/s (report.Bandwidth);
 // then, with a reference, the reference's time and bus bandwidth and the
-// ratio of the times (below 1: detcoll is faster). A noisy side's time is
-// marked (noisy), and end explains the mark under the table. At most 120
-// columns, with a mode column and a reference.
+// ratio of the times (below 1: detcoll is faster); last, where the rows
+// say (the cuda backend), the bytes rank 0's kernels move per call: the
+// path, then its own GPU's memory + its peers' (report.Moves). A noisy
+// side's time is marked (noisy), and end explains the mark under the
+// table. Ranks that share a GPU are said so above the header. At most 120
+// columns before the bytes, with a mode column and a reference.
 type table struct {
 	w         io.Writer // nil: no table
 	modes     bool      // a mode column
 	reference string    // the reference's name; "" for none
 	world     int
-	header    bool // written
-	marked    bool // a time has the noise mark
+	sharing   string // above the header: how ranks shared GPUs, if they did
+	header    bool   // written
+	marked    bool   // a time has the noise mark
 }
 
 func newTable(w io.Writer, m *report.Meta, sides []Impl) *table {
 	t := &table{w: w, modes: len(m.Modes) > 1, world: m.WorldSize}
+	if m.GPUSharing != "" {
+		t.sharing = fmt.Sprintf("# %s: the times are one GPU's (its memory and the protocol), not NVLink's", m.DeviceLabel())
+	}
 	if len(sides) > 1 {
 		t.reference = sides[1].Name()
 	}
@@ -48,6 +55,7 @@ type cells struct {
 	p10, p90, algbw, busbw string
 	ref, refMark, refBusbw string
 	ratio                  string
+	moved                  string
 }
 
 func (t *table) write(rows []report.Row) {
@@ -56,7 +64,14 @@ func (t *table) write(rows []report.Row) {
 	}
 	if !t.header {
 		t.header = true
-		t.line(cells{op: "operation", size: "bytes/rank", mode: "mode", det: "detcoll us", p10: "p10 us", p90: "p90 us",
+		if t.sharing != "" {
+			fmt.Fprintln(t.w, t.sharing)
+		}
+		moved := ""
+		if len(rows) > 0 && rows[0].DetcollMoves != nil {
+			moved = "moved: path local+peer"
+		}
+		t.line(cells{moved: moved, op: "operation", size: "bytes/rank", mode: "mode", det: "detcoll us", p10: "p10 us", p90: "p90 us",
 			algbw: "algbw", busbw: "busbw", ref: t.reference + " us", refBusbw: "busbw", ratio: "detcoll/" + t.reference})
 	}
 	for _, r := range rows {
@@ -71,6 +86,9 @@ func (t *table) write(rows []report.Row) {
 			c.ref, c.refMark = formatUS(r.ReferenceUS), t.mark(r.ReferenceP10US, r.ReferenceP90US)
 			c.refBusbw = t.formatGBps(r.Operation, r.ReferenceBusBW)
 			c.ratio = fmt.Sprintf("%.2f", r.DetcollUS/r.ReferenceUS)
+		}
+		if m := r.DetcollMoves; m != nil {
+			c.moved = fmt.Sprintf("%s %s+%s", m.Path, formatBytes(m.LocalRead+m.LocalWrite), formatBytes(m.PeerRead+m.PeerWrite))
 		}
 		t.line(c)
 	}
@@ -107,6 +125,9 @@ func (t *table) line(c cells) {
 	if t.reference != "" {
 		fmt.Fprintf(&b, " %10s%-1s %7s %12s", c.ref, c.refMark, c.refBusbw, c.ratio)
 	}
+	if c.moved != "" {
+		fmt.Fprintf(&b, "  %s", c.moved)
+	}
 	fmt.Fprintln(t.w, strings.TrimRight(b.String(), " "))
 }
 
@@ -128,4 +149,17 @@ func (t *table) formatGBps(op string, gbps float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", gbps)
+}
+
+// formatBytes shows a byte count in about three digits, binary units.
+func formatBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.3gK", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.3gM", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.3gG", float64(n)/(1<<30))
 }

@@ -39,6 +39,7 @@ func TestTable(t *testing.T) {
 		name      string
 		reference string
 		modes     []string
+		sharing   string
 		rows      []report.Row
 		want      string
 	}{
@@ -82,10 +83,30 @@ func TestTable(t *testing.T) {
 				"* noisy: p90 > 1.5 x p10, so the median may not repeat; take more --iterations or quiet the machine\n" +
 				"  (the reference's p10 and p90 are in the JSON report)\n",
 		},
+		{
+			name: "a shared GPU, bytes moved", reference: "none", modes: []string{report.ModeWallClock}, sharing: report.SharingMPS,
+			rows: []report.Row{func() report.Row {
+				r := tableRow(AllReduce, 1024, 2, quiet, nil)
+				r.DetcollMoves = &report.Moves{Path: "ll", LocalRead: 3072, LocalWrite: 1024, PeerWrite: 2048}
+				return r
+			}(), func() report.Row {
+				r := tableRow(AllReduce, 1<<20, 2, quiet, nil)
+				r.DetcollMoves = &report.Moves{Path: "push", LocalRead: 5 << 19, LocalWrite: 3 << 19, PeerWrite: 1 << 20}
+				return r
+			}()},
+			want: "" +
+				"# NVIDIA H200, 2 ranks per GPU under MPS: the times are one GPU's (its memory and the protocol), not NVLink's\n" +
+				"operation           bytes/rank detcoll us   p10 us  p90 us   algbw   busbw  moved: path local+peer\n" +
+				"all_reduce                1KiB       10.0     10.0    10.0    0.10    0.10  ll 4K+2K\n" +
+				"all_reduce                1MiB       10.0     10.0    10.0  104.86  104.86  push 4M+1M\n",
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			m := &report.Meta{WorldSize: len(tt.rows[0].DetcollSamplesUS), Modes: tt.modes}
+			if tt.sharing != "" {
+				m.Device, m.GPUSharing, m.RanksPerGPU = "NVIDIA H200", tt.sharing, 2
+			}
 			sides := []Impl{&fakeImpl{name: "detcoll"}}
 			if tt.reference != "none" {
 				sides = append(sides, &fakeImpl{name: tt.reference})

@@ -80,6 +80,15 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
 	}
 	for i, st := range steps {
+		if st.flags&flagFromInput == 0 && st.grid > c.plan.maxBlocks {
+			// A planner bug, caught before it can starve a peer's kernel
+			// (share.go): no launch that waits may take more.
+			err := fmt.Errorf("cuda: %v: launch %d of %d blocks, over the cap of %d", op, i+1, st.grid, c.plan.maxBlocks)
+			if i > 0 {
+				c.poison(err, true)
+			}
+			return err
+		}
 		args.Flags, args.Mode, args.NWork, args.Window = st.flags, st.mode, uint32(len(st.work)), uint64(st.window)
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], st.work)

@@ -203,6 +203,7 @@ func (c *Comm) unmapPeers() {
 // release frees whatever Open set up, on the locked thread with the
 // context current (or none yet).
 func (c *Comm) release() {
+	c.share.leave()
 	c.unmapPeers()
 	if c.buf != 0 {
 		driver.MemFree(c.buf)

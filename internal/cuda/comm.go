@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -56,6 +57,10 @@ type Comm struct {
 	host    driver.HostMem     // abort word and error record
 	hostDev driver.DevicePtr   // host's device address
 	stream  driver.Stream      // the communicator's own stream (non-blocking): Barrier's before any call
+	busID   string             // the GPU's PCI bus id: ranks with the same one share the GPU (share.go)
+	// share is this communicator's ranks on each GPU it spans, counted at
+	// Open (share.go); Close gives back its place in the process's count.
+	share sharing
 	// seq0 is the seq of the communicator's first call, drawn at random by
 	// rank 0 (collective.cu: sequence values); error reports count calls
 	// from it (call = seq - seq0 + 1).
@@ -99,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
 		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, args: new(kernelArgs),
-		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block},
+		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -132,6 +137,10 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	// kernels on other streams do not wait for them.
 	if err := driver.CtxSynchronize(); err != nil {
 		return nil, err
+	}
+	if n, crowded := c.share.crowded(); crowded {
+		c.log.Warn("cuda: this process's communicators put more kernels on one GPU than fit there at once: calls that overlap may time out",
+			"gpu", c.share.busID, "kernels", n, "fit", c.share.fit, "ranks of this communicator", c.share.ranks)
 	}
 	if c.world > 1 {
 		if err := c.rdv.Barrier(ctx, "cuda/mapped"); err != nil {
@@ -186,20 +195,14 @@ func (c *Comm) setupDevice() error {
 			resident = n * sms
 		}
 	}
-	c.plan.maxGrid, c.plan.resident = maxGrid(resident), resident
+	c.plan.resident = resident
+	if c.busID, err = c.dev.PCIBusID(); err != nil {
+		return err
+	}
 	c.stream, err = driver.StreamCreate(driver.StreamNonBlocking)
 	c.last = c.stream
 	return err
 }
-
-// maxGrid caps the blocks of every launch at half of those the GPU holds
-// at once. A waiting block keeps its multiprocessor, and a launch may
-// wait for peers whose own progress needs a launch of another
-// communicator here (on a stream the caller does not order with this
-// one): with every launch at most half the GPU, the launches of two
-// communicators always fit together. (Three or more such communicators
-// on one GPU can still starve each other.)
-func maxGrid(resident int) int { return max(1, resident/2) }
 
 // setupBuffers allocates this rank's buffer and the host-mapped record.
 func (c *Comm) setupBuffers() error {
@@ -236,13 +239,16 @@ func (c *Comm) mapPeers(ctx context.Context) error {
 		return err
 	}
 	// handle, then the buffer's offset inside its allocation (0: it is
-	// one), this rank's first seq (rank 0's counts) and process id, then
-	// the settings every rank must share.
-	const head = 64 + 3*8
+	// one), this rank's first seq (rank 0's counts) and process id, how
+	// many waiting kernels fit on its GPU and the GPU's bus id (share.go),
+	// then the settings every rank must share.
+	const head = 64 + 4*8 + busIDLen
 	settings := fmt.Sprintf("capacity=%d %v", c.capacity, c.plan)
 	mine := append(h[:], make([]byte, head-64)...)
 	binary.LittleEndian.PutUint64(mine[72:], c.seq0)
 	binary.LittleEndian.PutUint64(mine[80:], uint64(os.Getpid()))
+	binary.LittleEndian.PutUint64(mine[88:], uint64(c.plan.fit()))
+	copy(mine[96:head], c.busID)
 	mine = append(mine, settings...)
 	all, err := c.rdv.AllGather(ctx, "cuda/ipc", mine)
 	if err != nil {
@@ -251,6 +257,7 @@ func (c *Comm) mapPeers(ctx context.Context) error {
 	if len(all[0]) >= head {
 		c.seq0 = binary.LittleEndian.Uint64(all[0][72:])
 	}
+	gpus := make([]gpuOf, len(all))
 	for p, v := range all {
 		if p == c.rank {
 			continue
@@ -258,6 +265,17 @@ func (c *Comm) mapPeers(ctx context.Context) error {
 		if len(v) < head || string(v[head:]) != settings {
 			return base.Invalidf("rank %d has %q, rank %d has %q: every rank must open with the same options",
 				p, v[min(len(v), head):], c.rank, settings)
+		}
+	}
+	for p, v := range all {
+		gpus[p] = gpuOf{busID: string(bytes.TrimRight(v[96:head], "\x00")), fit: int(binary.LittleEndian.Uint64(v[88:]))}
+	}
+	if err := c.share.count(c.rank, c.plan.maxBlocks, gpus); err != nil {
+		return err
+	}
+	for p, v := range all {
+		if p == c.rank {
+			continue
 		}
 		c.pids[p] = int(binary.LittleEndian.Uint64(v[80:]))
 		var ph driver.IPCMemHandle
@@ -293,7 +311,7 @@ func (c *Comm) hostWord(off int) *atomic.Uint64 {
 
 // String describes the settings that every rank must share.
 func (p planner) String() string {
-	return fmt.Sprintf("ll<=%d window=%d", p.llMax, p.llWindow)
+	return fmt.Sprintf("ll<=%d window=%d blocks<=%d", p.llMax, p.llWindow, p.maxBlocks)
 }
 
 // defaultLLMax is the largest image the LL protocol carries by default:
@@ -313,6 +331,8 @@ const defaultLLWindow = 8 * block
 const (
 	envLLMax    = "DETCOLL_CUDA_LL_MAX"
 	envLLWindow = "DETCOLL_CUDA_LL_WINDOW"
+	// envMaxBlocks caps the blocks of a launch that may wait (share.go).
+	envMaxBlocks = "DETCOLL_CUDA_MAX_BLOCKS"
 	// envShareDevices=1 puts a rank whose device is past the visible ones
 	// on device mod their count: ranks then share GPUs, time-sliced, which
 	// checks correctness (detcoll verify -n 2 on one GPU) and measures
@@ -325,6 +345,9 @@ func (p *planner) fromEnv() error {
 	if p.llMax, err = base.TuningKnob(envLLMax, p.llMax, 0, 64); err != nil {
 		return err
 	}
-	p.llWindow, err = base.TuningKnob(envLLWindow, p.llWindow, 64, 64)
+	if p.llWindow, err = base.TuningKnob(envLLWindow, p.llWindow, 64, 64); err != nil {
+		return err
+	}
+	p.maxBlocks, err = base.TuningKnob(envMaxBlocks, p.maxBlocks, 1, 1)
 	return err
 }

@@ -58,11 +58,13 @@ type planner struct {
 	// staging is the device address of this rank's staging, where the
 	// input of an AllReduceStaged call lies.
 	staging uint64
-	// block is the threads per block; maxGrid caps the blocks of a launch
-	// (loops stride over the rest): half the blocks the GPU holds at once
-	// (comm.go, maxGrid). resident is all of them: the cap of a launch
-	// that never waits (proto.Alone), which no other launch can starve.
-	block, maxGrid, resident int
+	// block is the threads per block. maxBlocks caps the blocks of every
+	// launch that may wait for peers (loops stride over the rest): a
+	// constant, not a share of the GPU, so that the kernels of many ranks
+	// and communicators are resident together (share.go). resident is the
+	// blocks the GPU holds at once: the cap of a launch that never waits
+	// (proto.Alone), which starves no one.
+	block, maxBlocks, resident int
 }
 
 // path returns the protocol path of a call (internal/proto). It depends
@@ -218,25 +220,25 @@ func workMode(path proto.Path, a proto.Action, op base.Op) uint32 {
 
 // llGrid returns the blocks of an LL launch for an image of n bytes and
 // the bytes each handles: llWindow, or more where that would take more
-// than maxGrid blocks. Windows are whole 64-byte lines, so that no element
+// than maxBlocks blocks. Windows are whole 64-byte lines, so that no element
 // straddles two.
 func (p planner) llGrid(n int) (grid, window int) {
 	window = p.llWindow
-	if n > window*p.maxGrid {
-		window = (n + p.maxGrid - 1) / p.maxGrid
+	if n > window*p.maxBlocks {
+		window = (n + p.maxBlocks - 1) / p.maxBlocks
 		window = (window + 63) / 64 * 64
 	}
 	return max(1, (n+window-1)/window), window
 }
 
 // grid returns the blocks for a launch that moves n bytes per buffer: one
-// thread per 16-byte vector, at least one block, at most maxGrid.
-func (p planner) grid(n int) int { return p.gridUpTo(n, p.maxGrid) }
+// thread per 16-byte vector, at least one block, at most maxBlocks.
+func (p planner) grid(n int) int { return p.gridUpTo(n, p.maxBlocks) }
 
 // aloneGrid is the grid of an Alone launch over ws: it never waits, so it
 // may take every resident block.
 func (p planner) aloneGrid(ws []work) int {
-	return p.gridUpTo(maxBytes(ws), max(p.maxGrid, p.resident))
+	return p.gridUpTo(maxBytes(ws), max(p.maxBlocks, p.resident))
 }
 
 // gridUpTo is grid with at most limit blocks.

@@ -10,7 +10,7 @@ import (
 )
 
 func testPlanner(rank, world int) planner {
-	return planner{rank: rank, world: world, llMax: 64 << 10, llWindow: 16 << 10, staging: 1 << 40, block: 512, maxGrid: 264, resident: 528}
+	return planner{rank: rank, world: world, llMax: 64 << 10, llWindow: 16 << 10, staging: 1 << 40, block: 512, maxBlocks: 32, resident: 528}
 }
 
 func buf(addr uint64, n int) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr, Len: n}} }
@@ -138,7 +138,7 @@ func TestPlanLLGrid(t *testing.T) {
 	p := testPlanner(0, 2)
 	for _, tc := range []struct{ n, grid, window int }{
 		{0, 1, 16 << 10}, {1, 1, 16 << 10}, {16 << 10, 1, 16 << 10}, {16<<10 + 1, 2, 16 << 10},
-		{264 * 16 << 10, 264, 16 << 10}, {264*16<<10 + 64, 263, 16<<10 + 64}, {1 << 30, 264, 4067264},
+		{32 * 16 << 10, 32, 16 << 10}, {32*16<<10 + 64, 32, 16<<10 + 64}, {1 << 30, 32, 1 << 25},
 	} {
 		g, w := p.llGrid(tc.n)
 		if g != tc.grid || w != tc.window || w%64 != 0 || g*w < tc.n {
@@ -160,7 +160,7 @@ func TestPlanBroadcastCopiesOnlyAtRoot(t *testing.T) {
 
 func TestPlanGrid(t *testing.T) {
 	p := testPlanner(0, 2)
-	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {8192, 1}, {8193, 2}, {1 << 30, 264}} {
+	for _, tc := range []struct{ n, want int }{{0, 1}, {1, 1}, {8192, 1}, {8193, 2}, {1 << 30, 32}} {
 		if got := p.grid(tc.n); got != tc.want {
 			t.Errorf("grid(%d) = %d, want %d", tc.n, got, tc.want)
 		}
@@ -177,15 +177,15 @@ func TestPlanAloneBroadcastLaunchesNothing(t *testing.T) {
 }
 
 // TestPlanAloneFillsTheGPU: a launch that never waits (W=1) may take every
-// block the GPU holds at once; one that may wait takes at most half.
+// block the GPU holds at once; one that may wait takes at most maxBlocks.
 func TestPlanAloneFillsTheGPU(t *testing.T) {
 	req := &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float32Type, In: buf(4096, 64<<20), Out: buf(1<<30, 64<<20)}
 	if s := testPlanner(0, 1).plan(req); len(s) != 1 || s[0].grid != 528 {
 		t.Errorf("alone: %+v; want one launch of 528 blocks", s)
 	}
 	for _, s := range testPlanner(0, 2).plan(req) {
-		if s.grid > 264 {
-			t.Errorf("W=2: a launch of %d blocks, over half the GPU", s.grid)
+		if s.grid > 32 {
+			t.Errorf("W=2: a launch of %d blocks, over the cap of 32", s.grid)
 		}
 	}
 }

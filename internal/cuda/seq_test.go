@@ -20,14 +20,6 @@ func TestDrawSeq0(t *testing.T) {
 	}
 }
 
-func TestMaxGrid(t *testing.T) {
-	for _, c := range []struct{ resident, want int }{{0, 1}, {1, 1}, {3, 1}, {132, 66}, {528, 264}} {
-		if got := maxGrid(c.resident); got != c.want {
-			t.Errorf("maxGrid(%d) = %d; want %d", c.resident, got, c.want)
-		}
-	}
-}
-
 func TestAlive(t *testing.T) {
 	if !alive(os.Getpid()) {
 		t.Error("alive(own pid) = false")

@@ -161,7 +161,7 @@ func (c *Comm) treeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr
 	}
 	*t.args = treeSumArgs{Dst: dst, Count: uint64(n)}
 	copy(t.args.Src[:], srcs)
-	grid := uint32(min(c.plan.maxGrid, (n+block-1)/block))
+	grid := uint32(min(max(c.plan.maxBlocks, c.plan.resident), (n+block-1)/block)) // it never waits: the whole GPU
 	return driver.LaunchStruct(f, driver.LaunchConfig{Grid: driver.Dim3{X: grid, Y: 1, Z: 1},
 		Block: driver.Dim3{X: block, Y: 1, Z: 1}, Stream: driver.Stream(s)}, t.args)
 }

@@ -167,7 +167,7 @@ func checkExtra(x, after Input, op, mode string) []error {
 	for _, d := range []struct {
 		what string
 		x, a any
-	}{{"dtype", m.DType, a.DType}, {"device", m.Device, a.Device}, {"backend", m.Backend, a.Backend}} {
+	}{{"dtype", m.DType, a.DType}, {"device", m.DeviceLabel(), a.DeviceLabel()}, {"backend", m.Backend, a.Backend}} {
 		if d.x != d.a {
 			errs = append(errs, fmt.Errorf("%s and %s differ in %s: %v and %v", x.Name, after.Name, d.what, d.x, d.a))
 		}
@@ -221,7 +221,7 @@ func checkPair(before, after Input, op, mode string) []error {
 	differ("world size", b.WorldSize, a.WorldSize)
 	differ("backend", b.Backend, a.Backend)
 	differ("dtype", b.DType, a.DType)
-	differ("device", b.Device, a.Device)
+	differ("device", b.DeviceLabel(), a.DeviceLabel())
 	differ("driver version", b.DriverVersion, a.DriverVersion)
 	differ("CUDA version", b.CUDAVersion, a.CUDAVersion)
 	differ("NCCL version", b.NCCLVersion, a.NCCLVersion)

@@ -134,7 +134,7 @@ func drawGrid(grid [][]*gplot.Plot, dc draw.Canvas) {
 func panel(before, after Input, extras []Input, op, mode string) (*gplot.Plot, error) {
 	m := &after.Report.Meta
 	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
-	p := latencyPlot(fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.Device, m.DType, mode, versions(m)), as)
+	p := latencyPlot(fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.DeviceLabel(), m.DType, mode, versions(m)), as)
 	lines := []series{
 		{label: "before: detcoll " + before.Report.Meta.Commit, rows: bs, band: true, color: beforeColor},
 		{label: "after: detcoll " + m.Commit, rows: as, band: true, color: afterColor},

@@ -63,7 +63,7 @@ func reportLabels(reports []Input) []string {
 		return false
 	}
 	dtypes := differ(func(m *report.Meta) string { return m.DType })
-	devices := differ(func(m *report.Meta) string { return m.Device })
+	devices := differ(func(m *report.Meta) string { return m.DeviceLabel() })
 	labels := make([]string, len(reports))
 	count := map[string]int{}
 	for i, in := range reports {
@@ -73,7 +73,7 @@ func reportLabels(reports []Input) []string {
 			parts = append(parts, m.DType)
 		}
 		if devices {
-			parts = append(parts, m.Device)
+			parts = append(parts, m.DeviceLabel())
 		}
 		labels[i] = strings.Join(parts, ", ")
 		count[labels[i]]++
@@ -91,7 +91,7 @@ func reportLabels(reports []Input) []string {
 func commonMeta(reports []Input) string {
 	var parts []string
 	for _, field := range []func(m *report.Meta) string{
-		func(m *report.Meta) string { return m.Device },
+		func(m *report.Meta) string { return m.DeviceLabel() },
 		func(m *report.Meta) string { return m.DType },
 		versions,
 	} {

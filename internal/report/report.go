@@ -1,6 +1,9 @@
 package report
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Kind and SchemaVersion identify the format. A change that old readers
 // would misread bumps SchemaVersion; Read refuses versions it does not know.
@@ -36,6 +39,40 @@ const (
 	ReferenceSymmMem = "symm_mem"
 )
 
+// The ways ranks may share a GPU (Meta.GPUSharing).
+const (
+	SharingMPS        = "mps"
+	SharingTimeSliced = "time-sliced"
+)
+
+// Moves is what one rank's kernels move for one call, in bytes, by the
+// plan: reads and writes of its own GPU's memory and of its peers'. It
+// counts the payload only (no control words).
+type Moves struct {
+	Path       string `json:"path"` // the protocol path: ll, push, one-shot, ...
+	LocalRead  int64  `json:"local_read"`
+	LocalWrite int64  `json:"local_write"`
+	PeerRead   int64  `json:"peer_read"`
+	PeerWrite  int64  `json:"peer_write"`
+}
+
+// Total is every byte read or written.
+func (m *Moves) Total() int64 { return m.LocalRead + m.LocalWrite + m.PeerRead + m.PeerWrite }
+
+// DeviceLabel is the device as plots and tables name it: Device, and how
+// the ranks shared it when they did ("NVIDIA H200, 2 ranks per GPU under
+// MPS"), so that no time from a shared GPU passes for one from GPUs of
+// their own.
+func (m *Meta) DeviceLabel() string {
+	switch m.GPUSharing {
+	case SharingMPS:
+		return fmt.Sprintf("%s, %d ranks per GPU under MPS", m.Device, m.RanksPerGPU)
+	case SharingTimeSliced:
+		return fmt.Sprintf("%s, %d ranks per GPU time-sliced", m.Device, m.RanksPerGPU)
+	}
+	return m.Device
+}
+
 // Report is one run of detcoll bench.
 type Report struct {
 	Kind          string `json:"kind"`
@@ -69,6 +106,15 @@ type Meta struct {
 	ReferenceDType string `json:"reference_dtype"`
 	// Notes are free text on how to read the numbers (such as the above).
 	Notes []string `json:"notes"`
+
+	// GPUSharing says how the ranks shared GPUs, when they did: SharingMPS
+	// (kernels of several processes run at once, so the times are the
+	// protocol's and HBM's, not NVLink's) or SharingTimeSliced (each
+	// rank's kernels run in turn: the times measure nothing). Empty when
+	// every rank had a GPU of its own, and on the cpu backend.
+	GPUSharing string `json:"gpu_sharing,omitempty"`
+	// RanksPerGPU is the most ranks on one GPU, when they shared.
+	RanksPerGPU int `json:"ranks_per_gpu,omitempty"`
 
 	GoVersion  string   `json:"go_version"`
 	Commit     string   `json:"commit"` // detcoll's; "unknown" when no source says
@@ -114,6 +160,9 @@ type Row struct {
 	// where there is none (no time, an operation without one).
 	DetcollBusBW   float64 `json:"detcoll_busbw_gbps,omitempty"`
 	ReferenceBusBW float64 `json:"reference_busbw_gbps,omitempty"`
+	// DetcollMoves is what rank 0's kernels move per detcoll call, by the
+	// plan (the cuda backend; nil elsewhere and in older reports).
+	DetcollMoves *Moves `json:"detcoll_moves,omitempty"`
 	// DetcollSamplesUS[r] holds rank r's timed samples in microseconds,
 	// Iterations of them, in the order taken; likewise ReferenceSamplesUS,
 	// which is empty when the report has no reference.

@@ -59,6 +59,10 @@ func (m *Meta) validate() error {
 		return fmt.Errorf("reference %q: want %s, %s, %s or %s", m.Reference, ReferenceMPI, ReferenceNCCL, ReferenceSymmMem, ReferenceNone)
 	case m.Reference == ReferenceNone && m.ReferenceDType != "":
 		return fmt.Errorf("reference_dtype %q without a reference", m.ReferenceDType)
+	case m.GPUSharing != "" && m.GPUSharing != SharingMPS && m.GPUSharing != SharingTimeSliced:
+		return fmt.Errorf("gpu_sharing %q: want %s, %s or none", m.GPUSharing, SharingMPS, SharingTimeSliced)
+	case (m.GPUSharing != "") != (m.RanksPerGPU > 1):
+		return fmt.Errorf("gpu_sharing %q with %d ranks per GPU: want both or neither", m.GPUSharing, m.RanksPerGPU)
 	case m.GoVersion == "":
 		return fmt.Errorf("go_version: empty")
 	case m.Commit == "":

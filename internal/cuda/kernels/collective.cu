@@ -64,9 +64,9 @@
 // same window, which the blocks take in the order they start (run_ll). So
 // a launch makes progress whatever order its blocks start in and however
 // few are resident. Waiting blocks do hold their multiprocessors, though:
-// the host caps every grid at half the blocks the GPU holds at once, so
-// that a launch of another communicator, on a stream not ordered with this
-// one, always finds room (cuda/comm.go, setupDevice).
+// the host caps the grid of every launch that may wait at a few dozen
+// blocks, so that the kernels of the other ranks and communicators that
+// share the GPU find room (cuda/share.go says how many fit).
 //
 // Every wait is bounded by the timeout (%globaltimer), the host's abort word
 // and the peers' status words. A failed wait or a signature mismatch is
