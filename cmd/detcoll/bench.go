@@ -41,8 +41,10 @@ output); *_many pass the input as two buffers. Every argument is checked
 before any rank starts.
 
 On cuda each rank uses the GPU of its local rank; both sides run on device
-buffers, each on a stream of its own, and every row is timed in three modes
-(synchronised, pipelined, graph: see the report's notes). The default sizes
+buffers, each on a stream of its own, and every row is timed in four modes
+(synchronised, pipelined, graph, and graph_steady: a graph replay queued
+behind an untimed one, without the ranks' skew after the barrier; see the
+report's notes). When ranks share a GPU the table and report say so. The default sizes
 are 1 KiB to 256 MiB. --nccl-deterministic sets NCCL_ALGO=Ring
 NCCL_PROTO=Simple NCCL_MIN_NCHANNELS=1 NCCL_MAX_NCHANNELS=1 before NCCL
 starts: the settings deterministic users choose today. The report records

@@ -20,7 +20,7 @@ var library = []string{
 // of the library: each package's doc says so, and this test holds the
 // library to it.
 var tools = []string{
-	"cmd/detcoll", "cmd/libdetcoll-nccl",
+	"cmd/detcoll", "cmd/libdetcoll-nccl", "tools/aot",
 	"internal/bench", "internal/coord", "internal/launch", "internal/mpiref", "internal/nccl",
 	"internal/ncclshim", "internal/plot", "internal/report", "internal/soak", "internal/verify",
 	"internal/version",

@@ -20,7 +20,8 @@ type Config struct {
 	Ops   []Op
 	Sizes []int // input bytes per rank (reduce-scatter: the whole input)
 	// Modes are the timing modes: report.ModeWallClock on cpu; on cuda any
-	// of report.ModeSynchronised, ModePipelined and ModeGraph.
+	// of report.ModeSynchronised, ModePipelined, ModeGraph and
+	// ModeGraphSteady.
 	Modes []string
 
 	Warmup     int // untimed samples per row and mode, >= 0
@@ -69,7 +70,7 @@ func configErrorf(format string, args ...any) error {
 // backendModes are the timing modes each backend has.
 var backendModes = map[string][]string{
 	"cpu":  {report.ModeWallClock},
-	"cuda": {report.ModeSynchronised, report.ModePipelined, report.ModeGraph},
+	"cuda": {report.ModeSynchronised, report.ModePipelined, report.ModeGraph, report.ModeGraphSteady},
 }
 
 // backendReferences are the references each backend may be compared with.

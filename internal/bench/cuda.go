@@ -12,7 +12,7 @@ import (
 
 // CUDA is detcoll's side on device memory (the cuda backend): the Device
 // calls of a cuda communicator on a stream of its own, timed by device
-// events in the three GPU modes.
+// events in the GPU modes.
 //
 // It makes the device's primary context current on the calling goroutine's
 // thread and keeps that goroutine locked to it until Close: make it, run

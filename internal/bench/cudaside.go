@@ -41,6 +41,7 @@ func timingNote() string {
 	return fmt.Sprintf("GPU timing, each side on its own stream, by device events (cuEventElapsedTime): synchronised = events around one call, "+
 		"the host waiting for the end event; pipelined = calls enqueued back to back between two events, span / calls; "+
 		"graph = calls captured in one CUDA graph on first use (then one untimed replay), one replay between two events, span / calls; "+
+		"graph_steady = the same replay queued right behind an untimed one, which lines the ranks up (no host skew after the barrier); "+
 		"calls per sample: min(%d pipelined or %d graph, max(%d, %d MiB / input bytes per rank)), so %d and %d at 256 MiB",
 		pipelinedCalls, graphCalls, minCalls, sampleBytes>>20, PipelinedCalls(256<<20), GraphCalls(256<<20))
 }
@@ -49,7 +50,7 @@ func timingNote() string {
 // primary context, current on the thread of the goroutine that made the
 // side (which stays locked to it until close); one non-blocking stream for
 // every call of the side; two timing events; the prepared call's buffers;
-// and the timing of the three GPU modes.
+// and the timing of the GPU modes.
 //
 // A gpuSide is used from the goroutine that made it, never concurrently.
 type gpuSide struct {
@@ -194,6 +195,19 @@ func (g *gpuSide) time(mode string) (time.Duration, error) {
 			if err := g.capture(); err != nil {
 				return 0, fmt.Errorf("capture a graph: %w", err)
 			}
+		}
+		return g.span(GraphCalls(g.bytes), func() error { return g.graph.Launch(g.s) })
+	case report.ModeGraphSteady:
+		if g.graph == 0 {
+			if err := g.capture(); err != nil {
+				return 0, fmt.Errorf("capture a graph: %w", err)
+			}
+		}
+		// The untimed replay lines the ranks up: every call waits for
+		// the peers' same call, so the timed one starts with them in step.
+		if err := g.graph.Launch(g.s); err != nil {
+			g.wait()
+			return 0, err
 		}
 		return g.span(GraphCalls(g.bytes), func() error { return g.graph.Launch(g.s) })
 	}

@@ -28,7 +28,7 @@
 // (host or device) in Prepare and times one sample of a mode in Time. On
 // the cpu backend the one mode is report.ModeWallClock, one call timed by
 // the monotonic clock; on GPUs the three modes of the performance anchors
-// (report.ModeSynchronised, ModePipelined, ModeGraph).
+// (report.ModeSynchronised, ModePipelined, ModeGraph) and ModeGraphSteady.
 //
 // Arguments are checked by Config.Validate before any buffer or
 // communicator exists.

@@ -1,43 +1,26 @@
 package bench
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cuda"
+	"github.com/detcoll/detcoll/internal/devmem"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
-// busIDLen is the bytes of a GPU's PCI bus id that ranks exchange.
-const busIDLen = 32
-
 // shareGPUs finds out, with every rank of host, whether ranks share GPUs
-// and how: their GPUs' bus ids gathered, and MPS (mpsRunning) where they
-// do. Every rank must call it; they all get the same answer.
+// and how (MPS, mpsRunning, or time-sliced). Every rank must call it; they
+// all get the same answer.
 func (d *CUDA) shareGPUs(host *detcoll.Comm) error {
-	id, err := d.g.gpu.Device.PCIBusID()
+	_, most, err := devmem.GPUsOf(host, d.g.gpu)
 	if err != nil {
 		return err
 	}
-	mine := make([]uint8, busIDLen)
-	copy(mine, id)
-	all := make([]uint8, busIDLen*host.WorldSize())
-	if err := detcoll.AllGather(host, mine, all); err != nil {
-		return fmt.Errorf("gather the GPUs' bus ids: %w", err)
-	}
-	n := map[string]int{}
-	for r := range host.WorldSize() {
-		n[string(bytes.TrimRight(all[r*busIDLen:(r+1)*busIDLen], "\x00"))]++
-	}
-	d.perGPU = 1
-	for _, k := range n {
-		d.perGPU = max(d.perGPU, k)
-	}
-	if d.perGPU > 1 {
+	d.perGPU = most
+	if most > 1 {
 		d.sharing = report.SharingTimeSliced
 		if mpsRunning() {
 			d.sharing = report.SharingMPS

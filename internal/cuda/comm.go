@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
 		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, args: new(kernelArgs),
-		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks},
+		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks(cfg.World)},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -196,6 +196,7 @@ func (c *Comm) setupDevice() error {
 		}
 	}
 	c.plan.resident = resident
+	c.log.Debug("cuda: kernels loaded", "resident blocks", resident, "blocks per launch", c.plan.maxBlocks, "launches that fit", c.plan.fit())
 	if c.busID, err = c.dev.PCIBusID(); err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package cuda
 import (
 	"context"
 	"encoding/binary"
+	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -76,5 +78,33 @@ func TestSeqStartsAtRandomGPU(t *testing.T) {
 	}
 	if before[0] == before[1] {
 		t.Errorf("both communicators start at seq %#x", before[0]+1)
+	}
+}
+
+// TestOpenLoadsKernelsBuiltAheadOfTimeGPU: on a GPU the module carries
+// kernels for, the first Open on a fresh machine (an empty kernel cache)
+// compiles nothing: it leaves the cache empty. It logs how long it took.
+func TestOpenLoadsKernelsBuiltAheadOfTimeGPU(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(driver.EnvCacheDir, dir)
+	start := time.Now()
+	c := openOne(t)
+	took := time.Since(start)
+	defer c.Close(context.Background())
+	arch, err := c.dev.Arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	carried := slices.Contains(AheadOfTimeArchs, arch)
+	t.Logf("%s: first Open in %v with an empty cache (kernels carried for it: %v)", arch, took.Round(time.Millisecond), carried)
+	if carried && len(entries) > 0 {
+		t.Errorf("%s: Open compiled (%d cache entries) though the module carries kernels for it", arch, len(entries))
+	}
+	if !carried && len(entries) == 0 {
+		t.Errorf("%s: Open compiled nothing, and the module carries no kernels for it", arch)
 	}
 }

@@ -48,8 +48,9 @@ func compileOptions(world, llMax int) []string {
 		fmt.Sprintf("-DDC_WORLD=%d", world), fmt.Sprintf("-DDC_LL_MAX=%d", llMax)}
 }
 
-// loadKernels compiles (or finds in the disk cache) the kernels for the
-// current context's device and world size, and loads them. The caller
+// loadKernels loads the kernels for the current context's device and
+// world size: those built ahead of time (aot.go) where the module carries
+// them, else compiled by NVRTC (or found in the disk cache). The caller
 // holds the context current on a locked thread.
 func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernels]driver.Function, error) {
 	var fns [numKernels]driver.Function
@@ -57,13 +58,15 @@ func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernel
 	if err != nil {
 		return 0, fns, err
 	}
-	cubin, err := driver.BuildKernel(kernelSource, "collective.cu", arch, compileOptions(world, llMax))
+	mod, err := loadAOT(arch, world, llMax)
 	if err != nil {
-		return 0, fns, fmt.Errorf("compile the kernels for %s: %w", arch, err)
-	}
-	mod, err := driver.ModuleLoadData(cubin)
-	if err != nil {
-		return 0, fns, err
+		cubin, err := driver.BuildKernel(kernelSource, "collective.cu", arch, compileOptions(world, llMax))
+		if err != nil {
+			return 0, fns, fmt.Errorf("compile the kernels for %s: %w", arch, err)
+		}
+		if mod, err = driver.ModuleLoadData(cubin); err != nil {
+			return 0, fns, err
+		}
 	}
 	for k, name := range kernelNames {
 		if fns[k], err = mod.Function(name); err != nil {
@@ -72,4 +75,14 @@ func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernel
 		}
 	}
 	return mod, fns, nil
+}
+
+// loadAOT loads the kernels built ahead of time for arch and world, or
+// says why not (none carried, or the driver refused them).
+func loadAOT(arch string, world, llMax int) (driver.Module, error) {
+	bin, ok := aotCubin(arch, world, llMax)
+	if !ok {
+		return 0, fmt.Errorf("no kernels built ahead of time for %s, W=%d", arch, world)
+	}
+	return driver.ModuleLoadData(bin)
 }

@@ -16,8 +16,7 @@ import (
 // room while the others wait. Every launch that may wait takes at most
 // maxBlocks blocks (defaultMaxBlocks; planner), whatever the size of the
 // GPU, as NCCL takes one block per channel; so fit(resident, maxBlocks)
-// such kernels are resident on a GPU at once: 16 on an H200 (528 blocks:
-// 4 per multiprocessor of 512 threads, 132 multiprocessors). Past that a
+// such kernels are resident on a GPU at once: 8 on an H200. Past that a
 // kernel may not be scheduled until another finishes; its peers' waits
 // then end at the communicator's timeout with a timeout error, never a
 // hang. Open refuses outright a communicator that puts more of its own
@@ -31,11 +30,24 @@ import (
 // all of them resident, which the staging and push paths' publishes (by
 // a launch's last block) need for speed.
 
-// defaultMaxBlocks is the blocks of a launch that may wait. 32 blocks of
-// 512 threads moved 2 x H200's NVLink at its rate in NCCL's channels'
-// shape; the cost under MPS at large sizes, where one GPU's HBM carries
-// what NVLink would, is measured in results/gpu (issue 22).
-const defaultMaxBlocks = 32
+// defaultMaxBlocks is the blocks of a launch that may wait at world
+// ranks: 64 up to 4 ranks, 32 from 5. Every kernel can keep 2 blocks of
+// 512 threads on each multiprocessor (collective.cu's launch bounds), the
+// kernels of W <= 4 keep 4 (they need fewer registers), so on an H200 (132
+// multiprocessors) 8 launches fit at once either way: the ranks of a
+// communicator of 8 on one GPU, or 4 communicators of 2 ranks on each of
+// two GPUs' worth of streams. Measured under MPS at W=2 (results/gpu/
+// share-2026-12-02): 64 blocks per launch kept the all-reduce's time at
+// every size (256 MiB: 683 us, 684 with launches of half the GPU), 48 cost
+// 5% and 32 cost 18% at 256 MiB, 30% at 1 MiB. Between GPUs NVLink (390
+// GB/s a direction) bounds a large call long before 64 blocks' share of
+// HBM does; see the run's README for the prediction.
+func defaultMaxBlocks(world int) int {
+	if world <= 4 {
+		return 64
+	}
+	return 32
+}
 
 // busIDLen is the bytes of a PCI bus id in the Open exchange
 // ("0000:19:00.0" and its longer forms).

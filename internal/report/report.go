@@ -14,19 +14,25 @@ const (
 
 // The timing modes. The cpu backend times each call by the monotonic
 // clock; the cuda backend reports the three modes of the performance
-// anchors: device events around one call with the host waiting for each
+// anchors and a fourth: device events around one call with the host waiting for each
 // (synchronised), many calls enqueued back to back between two events
-// (pipelined), and many calls replayed from one CUDA graph (graph). The
-// last two are per call: the span divided by the calls in it.
+// (pipelined), many calls replayed from one CUDA graph (graph), and the
+// same replay queued right behind an untimed one (graph_steady). The last
+// three are per call: the span divided by the calls in it. graph_steady
+// leaves out what graph includes of the ranks' start: after the barrier
+// before a sample each rank's host launches its replay when it wakes, and
+// the first call waits for the last rank's; behind a replay that lined the
+// ranks up, the span is the calls' own.
 const (
 	ModeWallClock    = "wall_clock"
 	ModeSynchronised = "synchronised"
 	ModePipelined    = "pipelined"
 	ModeGraph        = "graph"
+	ModeGraphSteady  = "graph_steady"
 )
 
 // Modes lists every timing mode a report may hold.
-var Modes = []string{ModeWallClock, ModeSynchronised, ModePipelined, ModeGraph}
+var Modes = []string{ModeWallClock, ModeSynchronised, ModePipelined, ModeGraph, ModeGraphSteady}
 
 // The references a report may compare detcoll with.
 const (

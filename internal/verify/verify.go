@@ -206,7 +206,18 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, opts detcoll.Opti
 	if t.failed > 0 {
 		verdict = "FAIL"
 	}
-	t.printf("%s: cuda backend on %d GPUs, bit for bit against the reference tree\n", verdict, c.WorldSize())
+	gpus, most, err := devmem.GPUsOf(host, g)
+	if err != nil {
+		return fail(err)
+	}
+	where := fmt.Sprintf("%d GPUs", gpus)
+	if gpus == 1 {
+		where = "1 GPU"
+	}
+	if most > 1 {
+		where = fmt.Sprintf("%d ranks on %d GPUs", c.WorldSize(), gpus)
+	}
+	t.printf("%s: cuda backend, %s, bit for bit against the reference tree\n", verdict, where)
 	if err := c.Close(ctx); err != nil {
 		host.Abort(err)
 		return err

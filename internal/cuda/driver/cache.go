@@ -131,3 +131,11 @@ func writeEntry(dir, path string, bin []byte) (err error) {
 	}
 	return os.Rename(f.Name(), path)
 }
+
+// KernelKey identifies a kernel built ahead of time: CompileCached's key
+// without the compiler's version, since a CUBIN of one compiler serves any
+// driver that loads it (a driver too old for it refuses the load, and
+// the caller compiles instead).
+func KernelKey(src []byte, name, arch string, opts []string) string {
+	return cacheKey(src, name, arch, "ahead-of-time", opts)
+}

@@ -21,12 +21,17 @@ var lib struct {
 	mu    sync.Mutex
 	refs  int    // Load calls not yet matched by Unload; guarded by mu
 	cuda  string // name of the loaded libcuda, "" when unloaded; guarded by mu
-	nvrtc string // name of the loaded NVRTC, "" when unloaded; guarded by mu
+	nvrtc string // name of the loaded NVRTC, "" when unloaded or missing; guarded by mu
+	// noNVRTC is why Load found no NVRTC, while the driver is loaded
+	// without it; guarded by mu.
+	noNVRTC error
 }
 
 // Load makes the CUDA driver and NVRTC usable: it dlopens them (see the
 // package doc for the search), resolves every symbol this package calls, and
-// calls cuInit(0). It is reference-counted and safe for concurrent use: only
+// calls cuInit(0). NVRTC is optional: without it the driver still loads
+// (kernels built ahead of time need no compiler), and NVRTCVersion,
+// Compile and BuildKernel return why it is missing. It is reference-counted and safe for concurrent use: only
 // the first of several Loads does the work, and each successful Load must be
 // matched by one Unload. On failure nothing stays loaded, and the error
 // matches ErrUnavailable and says which library or symbol was missing.
@@ -46,11 +51,7 @@ func Load() error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, cuErr(r, "cuInit", 0))
 	}
 	nvrtc, err := openLibrary(C.DC_LIB_NVRTC, "NVRTC", nvrtcCandidates())
-	if err != nil {
-		C.dc_sym_clear(C.DC_LIB_CUDA)
-		return err
-	}
-	lib.refs, lib.cuda, lib.nvrtc = 1, cuda, nvrtc
+	lib.refs, lib.cuda, lib.nvrtc, lib.noNVRTC = 1, cuda, nvrtc, err
 	return nil
 }
 
@@ -72,7 +73,18 @@ func Unload() error {
 	if lib.refs == 0 {
 		C.dc_sym_clear(C.DC_LIB_CUDA)
 		C.dc_sym_clear(C.DC_LIB_NVRTC)
-		lib.cuda, lib.nvrtc = "", ""
+		lib.cuda, lib.nvrtc, lib.noNVRTC = "", "", nil
+	}
+	return nil
+}
+
+// missingNVRTC returns why NVRTC is not there while the driver is loaded,
+// or nil.
+func missingNVRTC() error {
+	lib.mu.Lock()
+	defer lib.mu.Unlock()
+	if lib.refs > 0 && lib.noNVRTC != nil {
+		return lib.noNVRTC
 	}
 	return nil
 }

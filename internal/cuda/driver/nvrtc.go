@@ -16,6 +16,9 @@ import (
 
 // NVRTCVersion returns the version of the loaded NVRTC, such as 13, 0.
 func NVRTCVersion() (major, minor int, err error) {
+	if err := missingNVRTC(); err != nil {
+		return 0, 0, err
+	}
 	var a, b C.int
 	if r := C.dc_nvrtcVersion(&a, &b); r != 0 {
 		return 0, 0, nvrtcErr(r, "nvrtcVersion", "", "")
@@ -30,6 +33,9 @@ func NVRTCVersion() (major, minor int, err error) {
 // carries the compile log. It needs no CUDA context and is safe for
 // concurrent use.
 func Compile(src, name string, opts []string) ([]byte, error) {
+	if err := missingNVRTC(); err != nil {
+		return nil, err
+	}
 	if strings.IndexByte(src, 0) >= 0 {
 		return nil, fmt.Errorf("detcoll/cuda: Compile(%s): source contains a NUL byte", name)
 	}

@@ -76,6 +76,11 @@
 // Alone launch reads no status and, replayed in a graph after the host
 // poisoned the communicator, computes its outputs as it would have.)
 
+// Every kernel keeps at least DC_MIN_BLOCKS blocks on a multiprocessor
+// (its registers capped to fit), so that the launches of 8 ranks or
+// communicators fit on one GPU at once (cuda/share.go).
+#define DC_MIN_BLOCKS 2
+
 // run takes the steps of a launch that its flags name, in the order of
 // proto's schedule, or the whole call by LL.
 template <class E>
@@ -171,23 +176,23 @@ __device__ void run(const Args& a, State& s) {
   if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
 }
 
-extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_bf16(Args a) {
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_bf16(Args a) {
   __shared__ State s;
   run<BF16>(a, s);
 }
-extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_f16(Args a) {
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f16(Args a) {
   __shared__ State s;
   run<F16>(a, s);
 }
-extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_f32(Args a) {
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f32(Args a) {
   __shared__ State s;
   run<F32>(a, s);
 }
-extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_f64(Args a) {
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f64(Args a) {
   __shared__ State s;
   run<F64>(a, s);
 }
-extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_copy(Args a) {
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_copy(Args a) {
   __shared__ State s;
   run<Bytes>(a, s);
 }

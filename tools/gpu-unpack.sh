@@ -1,0 +1,9 @@
+# Unpacks the gzipped binaries of .gpuz (carried to the device machine
+# under the size limit) into .gpu; sourced by device run scripts.
+mkdir -p .gpu/before
+for f in $(cd .gpuz && find . -type f); do
+	case $f in
+	*.gz) gunzip -c ".gpuz/$f" > ".gpu/${f%.gz}" && chmod +x ".gpu/${f%.gz}" ;;
+	*) cp ".gpuz/$f" ".gpu/$f" ;;
+	esac
+done
