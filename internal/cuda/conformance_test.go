@@ -43,10 +43,13 @@ var backend = conformance.Backend{
 	},
 	Env: gpuEnv,
 	Capacity: func(world int) int64 {
-		if world <= 2 {
+		switch {
+		case world <= 2:
 			return 16 << 20
+		case world <= 4:
+			return 32 << 20
 		}
-		return 32 << 20
+		return 64 << 20 // the sweep's largest reduce-scatter input at W=8
 	},
 	Timeout:      20 * time.Second,
 	ReduceCounts: reduceCounts,

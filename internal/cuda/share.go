@@ -31,20 +31,22 @@ import (
 // a launch's last block) need for speed.
 
 // defaultMaxBlocks is the blocks of a launch that may wait at world
-// ranks: 64 up to 4 ranks, 32 from 5. Every kernel can keep 2 blocks of
-// 512 threads on each multiprocessor (collective.cu's launch bounds), the
-// kernels of W <= 4 keep 4 (they need fewer registers), so on an H200 (132
-// multiprocessors) 8 launches fit at once either way: the ranks of a
-// communicator of 8 on one GPU, or 4 communicators of 2 ranks on each of
-// two GPUs' worth of streams. Measured under MPS at W=2 (results/gpu/
-// share-2026-12-02): 64 blocks per launch kept the all-reduce's time at
-// every size (256 MiB: 683 us, 684 with launches of half the GPU), 48 cost
-// 5% and 32 cost 18% at 256 MiB, 30% at 1 MiB. Between GPUs NVLink (390
-// GB/s a direction) bounds a large call long before 64 blocks' share of
-// HBM does; see the run's README for the prediction.
+// ranks: 48 up to 2 ranks, 32 from 3. Every kernel keeps at least 2 blocks
+// of 512 threads on each multiprocessor (collective.cu's launch bounds);
+// those of W <= 2 keep 4 (they need fewer registers). So on an H200 (132
+// multiprocessors) the launches of 8 ranks or communicators fit at once
+// with room to spare for other kernels (a launch of 64 blocks at W=4,
+// exactly 4 x 64 of the 264 places, timed out in run 4; room matters,
+// since a multiprocessor that runs another kernel's block may have no
+// place left for one of ours). Measured under MPS at W=2 (results/gpu/
+// share-2026-12-02, run 2): against launches of half the GPU, 64 blocks
+// kept the all-reduce's time (256 MiB: 683 us, 684 before), 48 cost 5%
+// there and 14% at 1 MiB, 32 cost 18% and 30%. Between GPUs NVLink (390
+// GB/s a direction) bounds a large call before 48 blocks' share of HBM
+// does (the run's README has the arithmetic).
 func defaultMaxBlocks(world int) int {
-	if world <= 4 {
-		return 64
+	if world <= 2 {
+		return 48
 	}
 	return 32
 }
