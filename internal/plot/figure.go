@@ -136,8 +136,8 @@ func panel(before, after Input, extras []Input, op, mode string) (*gplot.Plot, e
 	bs, as := selectRows(before.Report, op, mode), selectRows(after.Report, op, mode)
 	p := latencyPlot(fmt.Sprintf("%s, W=%d, %s\n%s, %s, %s", op, m.WorldSize, m.DeviceLabel(), m.DType, mode, versions(m)), as)
 	lines := []series{
-		{label: "before: detcoll " + before.Report.Meta.Commit, rows: bs, band: true, color: beforeColor},
-		{label: "after: detcoll " + m.Commit, rows: as, band: true, color: afterColor},
+		{label: "before: detcoll " + shortCommit(before.Report.Meta.Commit), rows: bs, band: true, color: beforeColor},
+		{label: "after: detcoll " + shortCommit(m.Commit), rows: as, band: true, color: afterColor},
 	}
 	if m.Reference != report.ReferenceNone {
 		lines = append(lines, series{label: referenceLabel(m) + " (after run)", rows: as, ref: true, color: referenceColor, dashes: referenceDashes})
@@ -201,7 +201,7 @@ func ratioPanel(after Input, extras []Input, op, mode string) (*gplot.Plot, erro
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	p := ratioPlot(fmt.Sprintf("%s, W=%d: detcoll %s / reference", op, m.WorldSize, m.Commit), as)
+	p := ratioPlot(fmt.Sprintf("%s, W=%d: detcoll %s / reference", op, m.WorldSize, shortCommit(m.Commit)), as)
 	var lines []series
 	for _, r := range refs {
 		lines = append(lines, ratioSeries(p, "vs "+r.label, as, r.rows, r.color))
@@ -318,6 +318,20 @@ func versions(m *report.Meta) string {
 		parts = append(parts, mpi)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// shortCommit is a commit as a line's label shows it: a full hash cut to
+// 12 digits, as git describe --abbrev=12 has it, keeping a "-dirty" mark;
+// anything else as it is.
+func shortCommit(c string) string {
+	hash, dirty, _ := strings.Cut(c, "-")
+	if len(hash) <= 12 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return c
+	}
+	if dirty != "" {
+		return hash[:12] + "-" + dirty
+	}
+	return hash[:12]
 }
 
 // writeFile creates path (and its directory) and writes it with write.

@@ -2,6 +2,7 @@ package plot
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	gplot "gonum.org/v1/plot"
@@ -68,7 +69,7 @@ func reportLabels(reports []Input) []string {
 	count := map[string]int{}
 	for i, in := range reports {
 		m := &in.Report.Meta
-		parts := []string{"detcoll " + m.Commit, m.Backend, fmt.Sprintf("W=%d", m.WorldSize)}
+		parts := []string{"detcoll " + shortCommit(m.Commit), m.Backend, fmt.Sprintf("W=%d", m.WorldSize)}
 		if dtypes {
 			parts = append(parts, m.DType)
 		}
@@ -78,31 +79,44 @@ func reportLabels(reports []Input) []string {
 		labels[i] = strings.Join(parts, ", ")
 		count[labels[i]]++
 	}
+	bases := map[string]int{}
+	for _, in := range reports {
+		bases[filepath.Base(in.Name)]++
+	}
 	for i, in := range reports {
 		if count[labels[i]] > 1 {
-			labels[i] += " (" + in.Name + ")"
+			name := filepath.Base(in.Name) // the file's name, its folder where two share a name
+			if bases[name] > 1 {
+				name = in.Name
+			}
+			labels[i] += " (" + name + ")"
 		}
 	}
 	return labels
 }
 
 // commonMeta is what every report shares, for the panel's title: the
-// device, the dtype and the versions, each where it is the same in all.
+// device and the dtype on one line, the versions on the next, each where
+// it is the same in all.
 func commonMeta(reports []Input) string {
-	var parts []string
-	for _, field := range []func(m *report.Meta) string{
-		func(m *report.Meta) string { return m.DeviceLabel() },
-		func(m *report.Meta) string { return m.DType },
-		versions,
-	} {
+	same := func(field func(m *report.Meta) string) string {
 		v := field(&reports[0].Report.Meta)
-		same := true
 		for _, in := range reports[1:] {
-			same = same && field(&in.Report.Meta) == v
+			if field(&in.Report.Meta) != v {
+				return ""
+			}
 		}
-		if same && v != "" {
-			parts = append(parts, v)
+		return v
+	}
+	var first []string
+	for _, v := range []string{same(func(m *report.Meta) string { return m.DeviceLabel() }), same(func(m *report.Meta) string { return m.DType })} {
+		if v != "" {
+			first = append(first, v)
 		}
 	}
-	return strings.Join(parts, ", ")
+	lines := []string{strings.Join(first, ", ")}
+	if v := same(versions); v != "" {
+		lines = append(lines, v)
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }

@@ -124,3 +124,17 @@ func TestCheckReportsRefuses(t *testing.T) {
 		})
 	}
 }
+
+func TestShortCommit(t *testing.T) {
+	for in, want := range map[string]string{
+		"c7b7855dc1d1f7fb92ee5adaa2f1e1906ee85ff0-dirty": "c7b7855dc1d1-dirty",
+		"c7b7855dc1d1f7fb92ee5adaa2f1e1906ee85ff0":       "c7b7855dc1d1",
+		"55d3f95":          "55d3f95",
+		"unknown":          "unknown",
+		"v1.2.3-4-gabcdef": "v1.2.3-4-gabcdef",
+	} {
+		if got := shortCommit(in); got != want {
+			t.Errorf("shortCommit(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
