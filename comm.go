@@ -60,22 +60,27 @@ type requestScratch struct {
 	req       base.Request
 	in, out   [1][]byte
 	ins, outs [][]byte // the *Many calls' lists, grown and reused
+	scalar    [8]byte  // PreMulSum's factor as one element
 }
 
 // do1 runs a request of one input and one output buffer (n = 1), or none
 // of either (n = 0; AllReduceStaged passes its output all the same) through
 // the reusable request. The buffers are dropped afterwards so that the
 // communicator does not keep the caller's memory alive.
-func (c *Comm) do1(op base.Op, dt DType, root int, in, out []byte, n int) error {
+func (c *Comm) do1(op base.Op, dt DType, ops []RedOp, root int, in, out []byte, n int) error {
 	r := &c.reqs
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	red, scalar, err := redOf(ops, dt, &r.scalar)
+	if err != nil {
+		return err
+	}
 	r.in[0], r.out[0] = in, out
-	r.req = base.Request{Op: op, DType: dt, Root: root, In: r.in[:n], Out: r.out[:n]}
+	r.req = base.Request{Op: op, DType: dt, Red: red, Scalar: scalar, Root: root, In: r.in[:n], Out: r.out[:n]}
 	if op == base.OpAllReduceStaged {
 		r.req.Out = r.out[:1]
 	}
-	err := c.do(&r.req)
+	err = c.do(&r.req)
 	r.in[0], r.out[0] = nil, nil
 	r.req = base.Request{}
 	return err

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // DevicePtr is a device address on the communicator's GPU (a CUdeviceptr,
@@ -40,26 +41,47 @@ type deviceBackend interface {
 // Synchronize and by Err; the communicator is then poisoned, as with the
 // host calls.
 
-// AllReduceDevice sums count elements of dt at in over all ranks into out
-// with the fixed tree, the same bits as AllReduce. out may be in.
-func (c *Comm) AllReduceDevice(in, out DevicePtr, count int, dt DType, s Stream) error {
+// AllReduceDevice reduces count elements of dt at in over all ranks into
+// out with the fixed tree, the same bits as AllReduce: a sum unless given
+// another operator (op: at most one). out may be in.
+func (c *Comm) AllReduceDevice(in, out DevicePtr, count int, dt DType, s Stream, op ...RedOp) error {
 	b, err := deviceBytes(base.OpAllReduce, count, dt, 1)
 	if err != nil {
 		return err
 	}
-	return c.doDevice(&base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Stream: uintptr(s),
-		In: []base.DeviceBuf{{Addr: uint64(in), Len: b}}, Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}})
+	req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Stream: uintptr(s),
+		In: []base.DeviceBuf{{Addr: uint64(in), Len: b}}, Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}}
+	if req.Red, req.Scalar, err = deviceRed(op, dt); err != nil {
+		return err
+	}
+	return c.doDevice(req)
+}
+
+// deviceRed is redOf for a device call: the scalar in memory of its own,
+// allocated only for PreMulSum, so that the other calls allocate nothing.
+func deviceRed(ops []RedOp, dt DType) (num.RedOp, []byte, error) {
+	switch {
+	case len(ops) == 0:
+		return num.Sum, nil, nil
+	case len(ops) == 1 && ops[0].op != num.PreMulSum:
+		return ops[0].op, nil, nil
+	}
+	return redOf(ops, dt, new([8]byte))
 }
 
 // ReduceScatterDevice sums WorldSize*recvCount elements of dt at in over
 // all ranks and writes this rank's recvCount elements of the sum to out,
 // as ReduceScatter. in and out must not overlap.
-func (c *Comm) ReduceScatterDevice(in, out DevicePtr, recvCount int, dt DType, s Stream) error {
+func (c *Comm) ReduceScatterDevice(in, out DevicePtr, recvCount int, dt DType, s Stream, op ...RedOp) error {
 	b, err := deviceBytes(base.OpReduceScatter, recvCount, dt, c.WorldSize())
 	if err != nil {
 		return err
 	}
-	return c.doDevice(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: uintptr(s),
+	red, scalar, err := deviceRed(op, dt)
+	if err != nil {
+		return err
+	}
+	return c.doDevice(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Red: red, Scalar: scalar, Stream: uintptr(s),
 		In:  []base.DeviceBuf{{Addr: uint64(in), Len: b}},
 		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b / c.WorldSize()}}})
 }
@@ -104,9 +126,12 @@ func (c *Comm) AllGatherManyDevice(ins, outs []DevicePtr, sendCounts []int, dt D
 // ReduceScatterManyDevice is ReduceScatterDevice of each ins[k] into
 // outs[k] (recvCounts[k] elements) under one synchronisation, with the
 // results of one call per buffer.
-func (c *Comm) ReduceScatterManyDevice(ins, outs []DevicePtr, recvCounts []int, dt DType, s Stream) error {
+func (c *Comm) ReduceScatterManyDevice(ins, outs []DevicePtr, recvCounts []int, dt DType, s Stream, op ...RedOp) error {
 	req, err := manyRequest(base.OpReduceScatterMany, ins, outs, recvCounts, dt, c.WorldSize(), 1)
 	if err != nil {
+		return err
+	}
+	if req.Red, req.Scalar, err = deviceRed(op, dt); err != nil {
 		return err
 	}
 	req.Stream = uintptr(s)
@@ -136,12 +161,16 @@ func (c *Comm) StageDevice(count int, dt DType, s Stream) (DevicePtr, error) {
 // AllReduceStagedDevice sums the inputs that every rank wrote into its
 // StageDevice memory into out (count elements, the count staged): the same
 // bits as AllReduceDevice of those inputs. out must not be the staging.
-func (c *Comm) AllReduceStagedDevice(out DevicePtr, count int, dt DType, s Stream) error {
+func (c *Comm) AllReduceStagedDevice(out DevicePtr, count int, dt DType, s Stream, op ...RedOp) error {
 	b, err := deviceBytes(base.OpAllReduceStaged, count, dt, 1)
 	if err != nil {
 		return err
 	}
-	return c.doDevice(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: dt, Stream: uintptr(s),
+	red, scalar, err := deviceRed(op, dt)
+	if err != nil {
+		return err
+	}
+	return c.doDevice(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: dt, Red: red, Scalar: scalar, Stream: uintptr(s),
 		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}})
 }
 

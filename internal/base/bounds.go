@@ -34,8 +34,8 @@ func (b Bounds) ValidateStage(n int, dt num.DType, device bool) error {
 	if device {
 		name = "StageDevice"
 	}
-	if !dt.Reducible() {
-		return Invalidf("%s: element type %v cannot be summed (want bfloat16, float16, float32 or float64)", name, dt)
+	if !num.Sum.Supports(dt) {
+		return Invalidf("%s: element type %v cannot be reduced", name, dt)
 	}
 	size := int64(dt.Size())
 	if n < 0 || int64(n) > StagingCapacity(b.Capacity)/size {

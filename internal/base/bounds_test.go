@@ -24,7 +24,8 @@ func TestValidateStage(t *testing.T) {
 		{257, num.Float32Type, "do not fit the capacity of 1000 bytes"},
 		{-1, num.Float32Type, "do not fit"},
 		{math.MaxInt, num.Float64Type, "do not fit"},
-		{4, num.Int32Type, "cannot be summed"},
+		{4, num.Int32Type, ""}, // integers sum, max and min
+		{4, num.Invalid, "cannot be reduced"},
 	} {
 		for _, device := range []bool{false, true} {
 			err := b.ValidateStage(tc.n, tc.dt, device)

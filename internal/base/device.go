@@ -15,8 +15,11 @@ type DeviceBuf struct {
 // stream (a CUstream, 0 for the legacy default stream) the call is queued
 // on.
 type DeviceRequest struct {
-	Op     Op
-	DType  num.DType
+	Op    Op
+	DType num.DType
+	// Red and Scalar are as Request's (the scalar in host memory).
+	Red    num.RedOp
+	Scalar []byte
 	Root   int
 	In     []DeviceBuf
 	Out    []DeviceBuf
@@ -29,7 +32,7 @@ type DeviceRequest struct {
 // bytes and take any address.)
 func (b Bounds) ValidateDevice(r *DeviceRequest) error {
 	in, out := deviceSpans(r.In), deviceSpans(r.Out)
-	if err := b.validate(r.Op, r.DType, r.Root, in, out); err != nil {
+	if err := b.validate(r.Op, r.Red, r.DType, r.Root, len(r.Scalar), in, out); err != nil {
 		return err
 	}
 	if r.Op.Reduces() {
@@ -45,7 +48,7 @@ func (b Bounds) ValidateDevice(r *DeviceRequest) error {
 
 // Signature returns the signature of r (Seq is left for the caller).
 func (r *DeviceRequest) Signature() Signature {
-	return signature(r.Op, r.DType, r.Root, deviceLens(r.In), deviceLens(r.Out))
+	return signature(r.Op, r.Red, r.DType, r.Root, deviceLens(r.In), deviceLens(r.Out))
 }
 
 // InputSizes returns the byte sizes of the buffers this rank stages.

@@ -60,7 +60,9 @@ func (o Op) Reduces() bool {
 // every peer's before reading their data: the call's operation, element type
 // and shape, and the rank's sequence number.
 type Signature struct {
-	Op    Op
+	Op Op
+	// Red is a reduction's operator (num.Sum for the other operations).
+	Red   num.RedOp
 	DType num.DType
 	// Count is the number of elements per rank (for the *Many operations,
 	// the total over the buffers).
@@ -78,6 +80,9 @@ type Signature struct {
 
 func (s Signature) String() string {
 	str := fmt.Sprintf("%v %v n=%d", s.Op, s.DType, s.Count)
+	if s.Red != num.Sum {
+		str = fmt.Sprintf("%v/%v %v n=%d", s.Op, s.Red, s.DType, s.Count)
+	}
 	if s.Op == OpBroadcast {
 		str += fmt.Sprintf(" root=%d", s.Root)
 	}

@@ -23,9 +23,13 @@ import (
 type Request struct {
 	Op    Op
 	DType num.DType
-	Root  int
-	In    [][]byte
-	Out   [][]byte
+	// Red is a reduction's operator; Scalar, for num.PreMulSum, is this
+	// rank's factor: one element of DType.
+	Red    num.RedOp
+	Scalar []byte
+	Root   int
+	In     [][]byte
+	Out    [][]byte
 }
 
 // StagingAlign is the alignment of every buffer inside the staging memory: a
@@ -55,7 +59,7 @@ func StagingCapacity(c int64) int64 { return int64(roundUp(int(c), StagingAlign)
 // Signature returns the signature that rank publishes for r (Seq is left
 // for the caller to fill in).
 func (r *Request) Signature() Signature {
-	return signature(r.Op, r.DType, r.Root, byteLens(r.In), byteLens(r.Out))
+	return signature(r.Op, r.Red, r.DType, r.Root, byteLens(r.In), byteLens(r.Out))
 }
 
 // InputSizes returns the byte sizes of the buffers this rank stages.
@@ -73,8 +77,11 @@ func byteLens(bs [][]byte) []int {
 
 // signature computes a call's signature from the byte lengths of its
 // buffers, for host and device requests alike.
-func signature(op Op, dt num.DType, root int, in, out []int) Signature {
+func signature(op Op, red num.RedOp, dt num.DType, root int, in, out []int) Signature {
 	s := Signature{Op: op, DType: dt, Buffers: 1}
+	if op.Reduces() {
+		s.Red = red
+	}
 	size := uint64(dt.Size())
 	switch op {
 	case OpBarrier:

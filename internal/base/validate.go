@@ -10,13 +10,13 @@ import (
 // nothing: no buffer is touched and the protocol does not advance. It
 // returns an error matching ErrInvalid naming what is wrong.
 func (b Bounds) Validate(r *Request) error {
-	return b.validate(r.Op, r.DType, r.Root, hostSpans(r.In), hostSpans(r.Out))
+	return b.validate(r.Op, r.Red, r.DType, r.Root, len(r.Scalar), hostSpans(r.In), hostSpans(r.Out))
 }
 
 // validate holds the rules every request shares, host or device: the
 // operation and element type, the shapes and overlaps of the buffers, the
 // staging capacity and the backend's reserved memory.
-func (b Bounds) validate(op Op, dt num.DType, root int, in, out []span) error {
+func (b Bounds) validate(op Op, red num.RedOp, dt num.DType, root, scalar int, in, out []span) error {
 	rank, world, capacity := b.Rank, b.World, b.Capacity
 	if op == OpInvalid || op >= numOps || op == OpClose {
 		return Invalidf("unknown operation %v", op)
@@ -25,8 +25,8 @@ func (b Bounds) validate(op Op, dt num.DType, root int, in, out []span) error {
 		if !dt.Valid() {
 			return Invalidf("%v: unknown element type %v", op, dt)
 		}
-		if op.Reduces() && !dt.Reducible() {
-			return Invalidf("%v: element type %v cannot be summed (want bfloat16, float16, float32 or float64)", op, dt)
+		if err := validateRed(op, red, dt, scalar); err != nil {
+			return err
 		}
 	}
 	if err := validateShapes(op, dt, root, in, out, rank, world); err != nil {
@@ -42,6 +42,28 @@ func (b Bounds) validate(op Op, dt num.DType, root int, in, out []span) error {
 				return Invalidf("%v: a buffer lies in the communicator's staging memory (a Stage view may only be written, then passed to nothing but AllReduceStaged's input)", op)
 			}
 		}
+	}
+	return nil
+}
+
+// validateRed checks a reduction's operator against its element type, and
+// that PreMulSum, and it alone, brings one element of scalar.
+func validateRed(op Op, red num.RedOp, dt num.DType, scalar int) error {
+	if !op.Reduces() {
+		if red != num.Sum || scalar != 0 {
+			return Invalidf("%v: not a reduction: no operator (%v) or scalar", op, red)
+		}
+		return nil
+	}
+	switch {
+	case !red.Valid():
+		return Invalidf("%v: unknown reduction %v", op, red)
+	case !red.Supports(dt):
+		return Invalidf("%v: %v of %v is not defined (sum, max and min take every element type; avg and premulsum bfloat16, float16, float32 and float64)", op, red, dt)
+	case red == num.PreMulSum && scalar != dt.Size():
+		return Invalidf("%v: premulsum needs one %v scalar, got %d bytes", op, dt, scalar)
+	case red != num.PreMulSum && scalar != 0:
+		return Invalidf("%v: a scalar is for premulsum, not %v", op, red)
 	}
 	return nil
 }

@@ -206,7 +206,7 @@ func newRank(b *Backend, c *Case) *Rank {
 
 // Cases returns the suite.
 func Cases() []Case {
-	return slices.Concat(dataCases(), failureCases(), storyCases())
+	return slices.Concat(dataCases(), operatorCases(), failureCases(), storyCases())
 }
 
 // Find returns the case of the suite called name.

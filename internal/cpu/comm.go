@@ -62,6 +62,7 @@ type Comm struct {
 	stage   base.StagedCall // a Stage awaiting its AllReduceStaged
 	closed  bool
 	reducer tree.Reducer
+	scaled  []byte   // PreMulSum: this rank's inputs times its scalar (premultiplied); grown, never shrunk
 	srcs    [][]byte // scratch for peerSlices
 	cached  bool     // the current call's copies go through the cache (copyCached)
 	view    peers    // what the current wait watches: see wait

@@ -21,7 +21,47 @@ func (c *Comm) Do(req *base.Request) error {
 	}
 	c.cached = c.footprint(req) <= c.cachedMax
 	staged := req.Op == base.OpAllReduceStaged // the staging is the input: Stage reserved it
-	return c.run(c.newCall(req.Op), req, req.Signature(), proto.Schedule(c.path(req), staged))
+	sig := req.Signature()
+	if req.Red == num.PreMulSum {
+		req = c.premultiplied(req)
+	}
+	if err := c.run(c.newCall(req.Op), req, sig, proto.Schedule(c.path(req), staged)); err != nil {
+		return err
+	}
+	if req.Red == num.Avg {
+		for _, out := range req.Out {
+			num.Average(req.DType, out, c.world)
+		}
+	}
+	return nil
+}
+
+// premultiplied returns req with its inputs times its scalar, each
+// product rounded once (PreMulSum's first step), in memory of c's own; a
+// staged all-reduce's input is scaled in place in the staging, which is
+// still this rank's alone. The rest of the call is a sum.
+func (c *Comm) premultiplied(req *base.Request) *base.Request {
+	r := *req
+	if r.Op == base.OpAllReduceStaged {
+		in := c.segs[c.rank].payload[:len(r.Out[0])]
+		num.PreMultiply(r.DType, in, in, r.Scalar)
+		return &r
+	}
+	total := 0
+	for _, in := range r.In {
+		total += len(in)
+	}
+	if len(c.scaled) < total {
+		c.scaled = num.AlignedBytes(total)
+	}
+	r.In = make([][]byte, len(req.In))
+	off := 0
+	for k, in := range req.In {
+		r.In[k] = c.scaled[off : off+len(in) : off+len(in)]
+		num.PreMultiply(r.DType, r.In[k], in, r.Scalar)
+		off += len(in) // element sizes divide every length: the views stay aligned
+	}
+	return &r
 }
 
 // Stage reserves this rank's staging memory for a staged all-reduce of n
@@ -200,11 +240,11 @@ func (c *Comm) compute(k call, req *base.Request) error {
 	}
 	switch req.Op {
 	case base.OpAllReduce, base.OpAllReduceStaged:
-		c.reducer.Reduce(req.DType, req.Out[0], c.peerSlices(0, len(req.Out[0])))
+		c.reducer.Reduce(req.DType, req.Red.Node(), req.Out[0], c.peerSlices(0, len(req.Out[0])))
 	case base.OpReduceScatter, base.OpReduceScatterMany:
 		off := 0
 		for k, out := range req.Out {
-			c.reduceScatter(req.DType, out, req.In[k], off)
+			c.reduceScatter(req.DType, req.Red.Node(), out, req.In[k], off)
 			off = nextStaging(off, len(req.In[k]))
 		}
 	case base.OpAllGather, base.OpAllGatherMany:
@@ -250,7 +290,7 @@ func (c *Comm) reduceShard(req *base.Request) {
 	if req.Op == base.OpAllReduce {
 		srcs[c.rank] = req.In[0][lo:hi]
 	}
-	c.reducer.Reduce(req.DType, c.segs[c.rank].payload[lo:hi], srcs)
+	c.reducer.Reduce(req.DType, req.Red.Node(), c.segs[c.rank].payload[lo:hi], srcs)
 }
 
 // gatherShards is the second half: every rank copies every rank's summed
@@ -277,12 +317,12 @@ func (c *Comm) shard(p int, dt num.DType, n int) (lo, hi int) {
 // reduceScatter sums our block of every rank's input k (at off in the
 // staging) into out; our own block comes from in itself, unstaged (see
 // ownPart). out may be that very block (in place), which Reduce allows.
-func (c *Comm) reduceScatter(dt num.DType, out, in []byte, off int) {
+func (c *Comm) reduceScatter(dt num.DType, node num.RedOp, out, in []byte, off int) {
 	m := len(out)
 	lo := off + c.rank*m
 	srcs := c.peerSlices(lo, lo+m)
 	srcs[c.rank] = in[c.rank*m : (c.rank+1)*m]
-	c.reducer.Reduce(dt, out, srcs)
+	c.reducer.Reduce(dt, node, out, srcs)
 }
 
 func (c *Comm) allGather(out, in []byte, off int) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // Enqueue queues one collective call that base.ValidateDevice accepted on
@@ -23,6 +24,11 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 func (c *Comm) enqueue(req *base.DeviceRequest) error {
 	if err := c.usable(); err != nil {
 		return err
+	}
+	if req.Red != num.Sum {
+		// The kernels sum only, so far: refused before anything is
+		// queued, on this rank (its peers' calls then wait for it).
+		return base.Invalidf("%v/%v: the cuda backend sums only, so far (the cpu backend has every operator)", req.Op, req.Red)
 	}
 	out := 0
 	if len(req.Out) > 0 {

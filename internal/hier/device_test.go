@@ -116,7 +116,7 @@ func (d *fakeDevice) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, _ u
 	for i, s := range srcs {
 		in[i] = d.a.mem(s, n*size)
 	}
-	d.reducer.Reduce(dt, d.a.mem(dst, n*size), in)
+	d.reducer.Reduce(dt, num.Sum, d.a.mem(dst, n*size), in)
 	return nil
 }
 

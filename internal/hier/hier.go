@@ -277,6 +277,9 @@ func (c *Comm) Do(req *base.Request) error {
 	if c.dev != nil && req.Op != base.OpBarrier {
 		return c.local.Do(req) // which refuses host memory, saying why
 	}
+	if req.Red != num.Sum {
+		return base.Invalidf("%v/%v: across hosts detcoll sums only, so far", req.Op, req.Red)
+	}
 	if err := c.stage.CheckRequest(req); err != nil {
 		return err
 	}
@@ -387,7 +390,7 @@ func (c *Comm) hostSums(dt num.DType, dst, all []byte, stride, off int) {
 	for h := range c.hosts {
 		c.srcs = append(c.srcs, all[h*stride+off:h*stride+off+len(dst)])
 	}
-	c.reducer.Reduce(dt, dst, c.srcs)
+	c.reducer.Reduce(dt, num.Sum, dst, c.srcs)
 }
 
 // allReduce: the host's reduce-scatter of the input padded to a multiple
@@ -498,7 +501,7 @@ func (c *Comm) halve(ctx context.Context, dt num.DType, buf []byte) (ranges []sp
 		if !lower {
 			left, right = in, b(keep)
 		}
-		c.reducer.Reduce(dt, b(keep), [][]byte{left, right})
+		c.reducer.Reduce(dt, num.Sum, b(keep), [][]byte{left, right})
 		r = keep
 	}
 	c.ranges = ranges

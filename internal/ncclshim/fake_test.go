@@ -295,11 +295,11 @@ func (c *fakeComm) record(format string, args ...any) error {
 	return c.err
 }
 
-func (c *fakeComm) AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream) error {
+func (c *fakeComm) AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error {
 	return c.record("allreduce %#x %#x %d %v %#x", in, out, count, dt, s)
 }
 
-func (c *fakeComm) ReduceScatterDevice(in, out detcoll.DevicePtr, n int, dt detcoll.DType, s detcoll.Stream) error {
+func (c *fakeComm) ReduceScatterDevice(in, out detcoll.DevicePtr, n int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error {
 	return c.record("reducescatter %#x %#x %d %v %#x", in, out, n, dt, s)
 }
 

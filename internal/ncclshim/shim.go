@@ -33,8 +33,8 @@ type Real interface {
 // Collectives is what the shim needs of a detcoll communicator; a
 // *detcoll.Comm is one.
 type Collectives interface {
-	AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream) error
-	ReduceScatterDevice(in, out detcoll.DevicePtr, recvCount int, dt detcoll.DType, s detcoll.Stream) error
+	AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error
+	ReduceScatterDevice(in, out detcoll.DevicePtr, recvCount int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error
 	Err() error
 	Abort(cause error)
 	Close(ctx context.Context) error

@@ -32,17 +32,19 @@ func StatusFailure(w uint64) (f base.Failure, ok bool) {
 const SignatureWords = 7
 
 // EncodeSignature lays s out in words, in the order every backend and the
-// kernels use.
+// kernels use. The reduction's operator shares the operation's word, above
+// bit 32: num.Sum is 0, so the word of a sum is the operation alone, which
+// is what the cuda kernels write.
 func EncodeSignature(s base.Signature) [SignatureWords]uint64 {
 	return [SignatureWords]uint64{
-		uint64(s.Op), uint64(s.DType), s.Count, uint64(s.Root), uint64(s.Buffers), s.Layout, s.Seq,
+		uint64(s.Op) | uint64(s.Red)<<32, uint64(s.DType), s.Count, uint64(s.Root), uint64(s.Buffers), s.Layout, s.Seq,
 	}
 }
 
 // DecodeSignature is EncodeSignature's inverse.
 func DecodeSignature(w [SignatureWords]uint64) base.Signature {
 	return base.Signature{
-		Op: base.Op(w[0]), DType: num.DType(w[1]), Count: w[2], Root: uint32(w[3]),
+		Op: base.Op(uint32(w[0])), Red: num.RedOp(w[0] >> 32), DType: num.DType(w[1]), Count: w[2], Root: uint32(w[3]),
 		Buffers: uint32(w[4]), Layout: w[5], Seq: w[6],
 	}
 }

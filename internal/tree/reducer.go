@@ -21,9 +21,10 @@ type Reducer struct {
 }
 
 // Reduce sets dst[i] = T(srcs[0][i], ..., srcs[W-1][i]) for every element i
-// of type dt, W = len(srcs), each node one add of internal/num (rounded once,
-// NaNs canonical). W=1 is a copy with NaNs made canonical: every NaN
-// result is canonical, whatever the world size.
+// of type dt, W = len(srcs), each node one num.Combine of node (num.Sum, Max
+// or Min: a RedOp's Node) — an add rounded once, or the larger or smaller
+// operand — with NaNs canonical. W=1 is a copy with NaNs made canonical:
+// every NaN result is canonical, whatever the world size.
 //
 // dst may be the very same memory as any one src (same start, same length):
 // each chunk of dst is written only after every read of that chunk, sub-trees
@@ -31,11 +32,17 @@ type Reducer struct {
 // and a src are not supported and give wrong results.
 //
 // Preconditions, whose violation is internal misuse (the API layer rejects
-// bad input first) and panics: dt is reducible; W >= 1; dst and every src
+// bad input first) and panics: node takes dt (num.RedOp.Supports); W >= 1; dst and every src
 // have the same length, a multiple of dt.Size(); and dst and every src start
 // at an address aligned to dt.Size() (the backends allocate them so).
-func (r *Reducer) Reduce(dt num.DType, dst []byte, srcs [][]byte) {
-	add := adder(dt)
+func (r *Reducer) Reduce(dt num.DType, node num.RedOp, dst []byte, srcs [][]byte) {
+	if node != node.Node() || !node.Supports(dt) {
+		panic("tree: Reduce of " + dt.String() + " by " + node.String())
+	}
+	add := func(dst, a, b []byte) { num.Combine(dt, node, dst, a, b) }
+	if node == num.Sum && dt.Reducible() {
+		add = adder(dt) // the slice kernels, without Combine's dispatch per node
+	}
 	n := len(dst)
 	if len(srcs) == 0 {
 		panic("tree: Reduce of no sources")
@@ -50,7 +57,9 @@ func (r *Reducer) Reduce(dt num.DType, dst []byte, srcs [][]byte) {
 	}
 	if len(srcs) == 1 {
 		copy(dst, srcs[0])
-		num.CanonicalizeNaNs(dt, dst)
+		if dt.Reducible() {
+			num.CanonicalizeNaNs(dt, dst)
+		}
 		return
 	}
 	// An internal node at depth k (the root is depth 0) writes slot k at

@@ -134,7 +134,7 @@ func TestReduce(t *testing.T) {
 					}
 					guard := dst[len(dst) : len(dst)+8]
 					copy(guard, "GUARDGRD")
-					red.Reduce(dt, dst, ins)
+					red.Reduce(dt, num.Sum, dst, ins)
 					if !bytes.Equal(dst, want) {
 						i := firstDiff(dst, want) / dt.Size()
 						leaves := make([]string, w)
@@ -177,7 +177,7 @@ func TestReduceIsTree(t *testing.T) {
 	}
 	dst := num.AlignedBytes(4)
 	var red Reducer
-	red.Reduce(num.Float32Type, dst, srcs)
+	red.Reduce(num.Float32Type, num.Sum, dst, srcs)
 	fold := leaves[0]
 	for _, v := range leaves[1:] {
 		fold = num.AddFloat32(fold, v)
@@ -207,15 +207,15 @@ func TestNesting(t *testing.T) {
 			}
 		}
 		want := num.AlignedBytes(n * dt.Size())
-		red.Reduce(dt, want, leaves)
+		red.Reduce(dt, num.Sum, want, leaves)
 		for _, k := range []int{1, 2, 4, 8} {
 			ranks := make([][]byte, k)
 			for rk := range ranks {
 				ranks[rk] = num.AlignedBytes(n * dt.Size())
-				red.Reduce(dt, ranks[rk], leaves[rk*8/k:(rk+1)*8/k])
+				red.Reduce(dt, num.Sum, ranks[rk], leaves[rk*8/k:(rk+1)*8/k])
 			}
 			got := num.AlignedBytes(n * dt.Size())
-			red.Reduce(dt, got, ranks)
+			red.Reduce(dt, num.Sum, got, ranks)
 			if !bytes.Equal(got, want) {
 				i := firstDiff(got, want) / dt.Size()
 				t.Errorf("%s, %d ranks: element %d = %#x; want %#x (the 8-leaf tree)", dt, k, i, load(dt, got, i), load(dt, want, i))
@@ -233,8 +233,8 @@ func TestReduceAllocs(t *testing.T) {
 	}
 	dst := num.AlignedBytes(len(srcs[0]))
 	for _, dt := range reducible {
-		red.Reduce(dt, dst, srcs)
-		if a := testing.AllocsPerRun(20, func() { red.Reduce(dt, dst, srcs) }); a != 0 {
+		red.Reduce(dt, num.Sum, dst, srcs)
+		if a := testing.AllocsPerRun(20, func() { red.Reduce(dt, num.Sum, dst, srcs) }); a != 0 {
 			t.Errorf("%s: %v allocations per Reduce; want 0", dt, a)
 		}
 	}
@@ -245,13 +245,14 @@ func TestReducePanics(t *testing.T) {
 	var red Reducer
 	b := func(n int) []byte { return num.AlignedBytes(n) }
 	for name, f := range map[string]func(){
-		"int32":        func() { red.Reduce(num.Int32Type, b(4), [][]byte{b(4)}) },
-		"invalid":      func() { red.Reduce(num.Invalid, b(4), [][]byte{b(4)}) },
-		"no srcs":      func() { red.Reduce(num.Float32Type, b(4), nil) },
-		"partial":      func() { red.Reduce(num.Float32Type, b(6), [][]byte{b(6), b(6)}) },
-		"unequal":      func() { red.Reduce(num.Float32Type, b(8), [][]byte{b(8), b(4)}) },
-		"misaligned":   func() { red.Reduce(num.Float64Type, b(24)[4:20], [][]byte{b(16), b(16)}) },
-		"short dst W1": func() { red.Reduce(num.Float32Type, b(4), [][]byte{b(8)}) },
+		"int32 avg":    func() { red.Reduce(num.Int32Type, num.Avg, b(4), [][]byte{b(4)}) },
+		"float avg":    func() { red.Reduce(num.Float32Type, num.Avg, b(4), [][]byte{b(4)}) },
+		"invalid":      func() { red.Reduce(num.Invalid, num.Sum, b(4), [][]byte{b(4)}) },
+		"no srcs":      func() { red.Reduce(num.Float32Type, num.Sum, b(4), nil) },
+		"partial":      func() { red.Reduce(num.Float32Type, num.Sum, b(6), [][]byte{b(6), b(6)}) },
+		"unequal":      func() { red.Reduce(num.Float32Type, num.Sum, b(8), [][]byte{b(8), b(4)}) },
+		"misaligned":   func() { red.Reduce(num.Float64Type, num.Sum, b(24)[4:20], [][]byte{b(16), b(16)}) },
+		"short dst W1": func() { red.Reduce(num.Float32Type, num.Sum, b(4), [][]byte{b(8)}) },
 	} {
 		func() {
 			defer func() {

@@ -1,0 +1,260 @@
+package num
+
+import (
+	"fmt"
+	"math"
+)
+
+// RedOp is the operator of a reduction. Its value is part of the call's
+// signature, which ranks compare, so values are never reused; Sum is 0, so
+// that a signature that carries no operator (the cuda kernels write none)
+// reads as a sum.
+//
+// What each computes, per element, over the ranks' inputs x_0 .. x_{W-1}
+// (the contract, doc.go, says why):
+//
+//	Sum        T(x_0, ..., x_{W-1}) with the add at every node
+//	Avg        Sum, then one division by W, rounded once
+//	PreMulSum  T over x_r * s_r, each product rounded once (s_r: rank r's scalar)
+//	Max, Min   T with max or min at every node: -0 < +0, and a NaN operand
+//	           gives the canonical NaN
+//
+// Every NaN result is the canonical NaN of its type. Sum, Max and Min take
+// every element type, the integers too (a wrapping sum); Avg and PreMulSum
+// the floating types.
+type RedOp uint8
+
+const (
+	Sum RedOp = iota
+	Avg
+	PreMulSum
+	Max
+	Min
+	numRedOps
+)
+
+var redOpNames = [numRedOps]string{Sum: "sum", Avg: "avg", PreMulSum: "premulsum", Max: "max", Min: "min"}
+
+func (o RedOp) String() string {
+	if o >= numRedOps {
+		return fmt.Sprintf("redop(%d)", uint8(o))
+	}
+	return redOpNames[o]
+}
+
+// ParseRedOp is String's inverse.
+func ParseRedOp(s string) (RedOp, error) {
+	for o := Sum; o < numRedOps; o++ {
+		if redOpNames[o] == s {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown reduction %q (sum, avg, premulsum, max, min)", s)
+}
+
+// RedOps lists every operator.
+func RedOps() []RedOp { return []RedOp{Sum, Avg, PreMulSum, Max, Min} }
+
+// Valid reports whether o names a known operator.
+func (o RedOp) Valid() bool { return o < numRedOps }
+
+// Supports reports whether o is defined on dt.
+func (o RedOp) Supports(dt DType) bool {
+	switch o {
+	case Sum, Max, Min:
+		return dt.Reducible() || dt.Integer()
+	case Avg, PreMulSum:
+		return dt.Reducible()
+	}
+	return false
+}
+
+// Node is the operator at the tree's nodes: the add for Sum, Avg and
+// PreMulSum (which scale before or after the tree), else o itself.
+func (o RedOp) Node() RedOp {
+	if o == Max || o == Min {
+		return o
+	}
+	return Sum
+}
+
+// Integer reports whether d is an integer type.
+func (d DType) Integer() bool { return d >= Int8Type && d <= Uint64Type }
+
+// Combine sets dst[i] = node(a[i], b[i]) for the elements of type dt in the
+// byte slices, node being Sum, Max or Min: one node of the tree. dst may be
+// a or b (same start). It panics where node is not a node operator or does
+// not take dt, and on unequal lengths.
+func Combine(dt DType, node RedOp, dst, a, b []byte) {
+	if node == Sum && dt.Reducible() {
+		addBytes(dt, dst, a, b)
+		return
+	}
+	switch node {
+	case Sum, Max, Min:
+	default:
+		panic("num: Combine with " + node.String() + ", not a node operator")
+	}
+	checkLens(len(dst), len(a), len(b))
+	switch dt {
+	case BFloat16Type:
+		combine(node, AsBFloat16s(dst), AsBFloat16s(a), AsBFloat16s(b), func(v BFloat16) float64 { return v.Float64() }, CanonicalNaNBFloat16)
+	case Float16Type:
+		combine(node, AsFloat16s(dst), AsFloat16s(a), AsFloat16s(b), func(v Float16) float64 { return v.Float64() }, CanonicalNaNFloat16)
+	case Float32Type:
+		combine(node, AsFloat32s(dst), AsFloat32s(a), AsFloat32s(b), func(v float32) float64 { return float64(v) }, math.Float32frombits(CanonicalNaNFloat32))
+	case Float64Type:
+		combine(node, AsFloat64s(dst), AsFloat64s(a), AsFloat64s(b), func(v float64) float64 { return v }, math.Float64frombits(CanonicalNaNFloat64))
+	case Int8Type:
+		combineInts(node, view[int8](dst), view[int8](a), view[int8](b))
+	case Uint8Type:
+		combineInts(node, dst, a, b)
+	case Int16Type:
+		combineInts(node, view[int16](dst), view[int16](a), view[int16](b))
+	case Uint16Type:
+		combineInts(node, view[uint16](dst), view[uint16](a), view[uint16](b))
+	case Int32Type:
+		combineInts(node, view[int32](dst), view[int32](a), view[int32](b))
+	case Uint32Type:
+		combineInts(node, view[uint32](dst), view[uint32](a), view[uint32](b))
+	case Int64Type:
+		combineInts(node, view[int64](dst), view[int64](a), view[int64](b))
+	case Uint64Type:
+		combineInts(node, view[uint64](dst), view[uint64](a), view[uint64](b))
+	default:
+		panic("num: Combine of " + dt.String())
+	}
+}
+
+// addBytes is the add of the floating types on bytes: the slice kernels.
+func addBytes(dt DType, dst, a, b []byte) {
+	switch dt {
+	case BFloat16Type:
+		AddBFloat16s(AsBFloat16s(dst), AsBFloat16s(a), AsBFloat16s(b))
+	case Float16Type:
+		AddFloat16s(AsFloat16s(dst), AsFloat16s(a), AsFloat16s(b))
+	case Float32Type:
+		AddFloat32s(AsFloat32s(dst), AsFloat32s(a), AsFloat32s(b))
+	case Float64Type:
+		AddFloat64s(AsFloat64s(dst), AsFloat64s(a), AsFloat64s(b))
+	}
+}
+
+// combine is Max or Min of a floating type whose values value widens
+// exactly: the larger (smaller) operand, -0 below +0, nan for any NaN.
+// The result is one of the operands, so it needs no rounding.
+func combine[T comparable](node RedOp, dst, a, b []T, value func(T) float64, nan T) {
+	for i := range dst {
+		x, y := value(a[i]), value(b[i])
+		switch {
+		case x != x || y != y:
+			dst[i] = nan
+		case (node == Max) == greater(x, y):
+			dst[i] = a[i]
+		default:
+			dst[i] = b[i]
+		}
+	}
+}
+
+// greater orders floats that are not NaN, -0 below +0; for equal values
+// (the same zero, or equal numbers) it reports false.
+func greater(x, y float64) bool {
+	if x == y {
+		return !math.Signbit(x) && math.Signbit(y)
+	}
+	return x > y
+}
+
+type integer interface {
+	~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64
+}
+
+// combineInts is Sum (wrapping), Max or Min of an integer type: exact, so
+// any order gives the same result.
+func combineInts[T integer](node RedOp, dst, a, b []T) {
+	for i := range dst {
+		switch node {
+		case Sum:
+			dst[i] = a[i] + b[i]
+		case Max:
+			dst[i] = max(a[i], b[i])
+		case Min:
+			dst[i] = min(a[i], b[i])
+		}
+	}
+}
+
+// Average divides every element of b, of floating type dt, by w in place,
+// each quotient rounded once to dt (Avg's last step). The quotient of two
+// values of p bits, computed in a type of at least 2p+2 bits and rounded
+// to p bits, is the correctly rounded one (double rounding is innocuous
+// there): bfloat16 and float16 divide in float32, float32 in float64.
+func Average(dt DType, b []byte, w int) {
+	switch dt {
+	case BFloat16Type:
+		s, d := AsBFloat16s(b), float32(w)
+		for i, v := range s {
+			s[i] = BFloat16FromFloat32(v.Float32() / d)
+		}
+	case Float16Type:
+		s, d := AsFloat16s(b), float32(w)
+		for i, v := range s {
+			s[i] = Float16FromFloat32(v.Float32() / d)
+		}
+	case Float32Type:
+		s, d := AsFloat32s(b), float64(w)
+		for i, v := range s {
+			s[i] = float32(float64(v) / d)
+		}
+		canonFloat32s(s)
+	case Float64Type:
+		s, d := AsFloat64s(b), float64(w)
+		for i, v := range s {
+			s[i] = v / d
+		}
+		canonFloat64s(s)
+	default:
+		panic("num: Average of " + dt.String())
+	}
+}
+
+// PreMultiply sets dst[i] = src[i] * scalar for the elements of floating
+// type dt, each product rounded once to dt (PreMulSum's first step; dst may
+// be src). scalar is one element of dt. The product of two values of p
+// bits is exact in a type of 2p bits: bfloat16 and float16 multiply in
+// float32, float32 in float64, and the one rounding is to dt.
+func PreMultiply(dt DType, dst, src, scalar []byte) {
+	if len(scalar) != dt.Size() {
+		panic("num: PreMultiply's scalar is not one element of " + dt.String())
+	}
+	if len(dst) != len(src) {
+		panic("num: PreMultiply of unequal lengths")
+	}
+	switch dt {
+	case BFloat16Type:
+		d, s, k := AsBFloat16s(dst), AsBFloat16s(src), AsBFloat16s(scalar)[0].Float32()
+		for i, v := range s {
+			d[i] = BFloat16FromFloat32(v.Float32() * k)
+		}
+	case Float16Type:
+		d, s, k := AsFloat16s(dst), AsFloat16s(src), AsFloat16s(scalar)[0].Float32()
+		for i, v := range s {
+			d[i] = Float16FromFloat32(v.Float32() * k)
+		}
+	case Float32Type:
+		d, s, k := AsFloat32s(dst), AsFloat32s(src), float64(AsFloat32s(scalar)[0])
+		for i, v := range s {
+			d[i] = float32(float64(v) * k)
+		}
+		canonFloat32s(d)
+	case Float64Type:
+		d, s, k := AsFloat64s(dst), AsFloat64s(src), AsFloat64s(scalar)[0]
+		for i, v := range s {
+			d[i] = float64(v * k)
+		}
+		canonFloat64s(d)
+	default:
+		panic("num: PreMultiply of " + dt.String())
+	}
+}
