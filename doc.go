@@ -19,6 +19,35 @@
 // nest: W=k ranks that each hold the tree of their contiguous block of 8
 // leaves produce the W=8 result bit for bit (tensor-parallel invariance).
 //
+// # Reductions
+//
+// A reduction sums unless given another operator (RedOp); every rank of a
+// call must pass the same one, or every rank gets a *MismatchError.
+//
+//   - Sum: the tree above. Integer types (int8 to uint64) sum too,
+//     wrapping, exact in any order.
+//   - Avg: the tree's sum, then one division by W rounded once in the
+//     element type (bfloat16 and float16 divide in float32, float32 in
+//     float64: the result is the correctly rounded quotient of the rounded
+//     sum). NCCL's ncclAvg multiplies every input by 1/W rounded to the
+//     type and sums; with W a power of two both scale exactly and differ
+//     only where the sum's order does (or an input underflows), otherwise
+//     ours rounds once where NCCL's rounds 1/W and W products. Floating
+//     types only.
+//   - PreMulSum(s): each rank's input times its own s (s first rounded to
+//     the element type), each product rounded once in the type (exact in
+//     float32 for bfloat16 and float16, in float64 for float32), then the
+//     tree's sum: NCCL's ncclRedOpCreatePreMulSum with a host scalar.
+//     Floating types only.
+//   - Max and Min: the larger or smaller operand at every node of the tree,
+//     with -0 below +0, and a NaN operand making the canonical NaN: order-
+//     free, so the tree's shape cannot show, and a NaN on any rank shows in
+//     the result, as torch.maximum has it (NCCL's fmax-style max drops a
+//     NaN: a rank's diverged loss would vanish from the maximum). Every type.
+//
+// The cpu backend serves every operator; the cuda backend and several
+// hosts sum only, so far, and refuse the others with ErrInvalid.
+//
 // # Usage
 //
 // Every rank opens a communicator and calls the same collectives in the

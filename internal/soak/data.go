@@ -6,6 +6,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/check"
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // Pool lengths, in elements (floats) and bytes (gathers). Odd, so that
@@ -29,8 +30,21 @@ type pools struct {
 }
 
 type floatPools struct {
-	in  [][]byte // by rank, floatPoolLen elements
-	sum []byte   // the reference tree of the ranks' pools, element by element
+	in [][]byte // by rank, floatPoolLen elements
+	// want holds, by operator, the reference reduction of the ranks'
+	// pools, element by element (check.ReferenceReduce, with the ranks'
+	// PreMulSum factors of premulFactor).
+	want map[num.RedOp][]byte
+}
+
+// premulFactor is rank's PreMulSum factor in a soak: positive and
+// negative, not powers of two.
+func premulFactor(rank int) float64 {
+	s := 0.75 + 0.3*float64(rank)
+	if rank%2 == 1 {
+		return -s
+	}
+	return s
 }
 
 func newPools(seed uint64, world int) *pools {
@@ -45,7 +59,14 @@ func newPools(seed uint64, world int) *pools {
 			noZeros(in, dt)
 			fp.in = append(fp.in, in)
 		}
-		fp.sum = check.ReferenceSum(dt, fp.in)
+		scalars := make([]float64, world)
+		for r := range scalars {
+			scalars[r] = check.RoundTo(dt, premulFactor(r))
+		}
+		fp.want = map[num.RedOp][]byte{}
+		for _, op := range num.RedOps() {
+			fp.want[op] = check.ReferenceReduce(dt, op, fp.in, scalars)
+		}
 		p.float[dt] = fp
 	}
 	for r := range world {
@@ -141,7 +162,7 @@ func (p *pools) want(c *Call, part, rank int) []seg {
 		if c.Op.scatters() {
 			start += rank * n
 		}
-		return []seg{{fp.sum, start * size, n * size}}
+		return []seg{{fp.want[c.Red], start * size, n * size}}
 	case c.Op == OpBroadcast:
 		return []seg{p.input(c, part, c.Root)}
 	}

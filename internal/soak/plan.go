@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // Op is one kind of soak call.
@@ -73,6 +74,9 @@ type Call struct {
 	// buffer except for the *Many calls.
 	Counts []int
 	Root   int // of a broadcast
+	// Red is a reduction's operator (every operator on the cpu backend,
+	// Sum on cuda, which has only that so far).
+	Red num.RedOp
 	// InOff and OutOff are the elements between the 64-byte aligned start
 	// of the input and output buffers (after the guard bytes) and the
 	// buffers: misaligned sub-slices.
@@ -102,7 +106,8 @@ type planner struct {
 	maxBytes    int // input bytes per rank, at most
 	maxDelay    time.Duration
 	delayProb   float64
-	ops         []Op // those drawn from
+	ops         []Op        // those drawn from
+	reds        []num.RedOp // a reduction's operators drawn from; none: Sum
 }
 
 func (p *planner) plan(number int64) Call {
@@ -110,6 +115,9 @@ func (p *planner) plan(number int64) Call {
 	c := Call{Number: number, Op: p.ops[rng.IntN(len(p.ops))]}
 	if c.Op.Reduces() {
 		c.DType = reduceTypes[rng.IntN(len(reduceTypes))]
+		if len(p.reds) > 0 {
+			c.Red = p.reds[rng.IntN(len(p.reds))]
+		}
 	} else {
 		c.DType = gatherTypes[rng.IntN(len(gatherTypes))]
 	}

@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"github.com/detcoll/detcoll/internal/num"
 	"io"
 	"time"
 
@@ -98,6 +99,9 @@ func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, p
 	_, device := ex.(*deviceExec)
 	p := &planner{seed: cfg.Seed, world: w, rank: rank, maxBytes: cfg.MaxBytes,
 		maxDelay: cfg.MaxDelay, delayProb: cfg.DelayProb, ops: allOps()}
+	if !device {
+		p.reds = num.RedOps() // the cuda backend sums only, so far
+	}
 	b := &batch{world: w, rank: rank}
 	perBatch := cfg.batch(device)
 	res.CallsByOp = map[string]int64{}
@@ -148,7 +152,11 @@ func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, p
 			}
 			res.Calls++
 			res.Bytes += int64(pc.InBytes(w))
-			res.CallsByOp[pc.Op.String()]++
+			name := pc.Op.String()
+			if pc.Op.Reduces() && pc.Red != num.Sum {
+				name += "/" + pc.Red.String()
+			}
+			res.CallsByOp[name]++
 		}
 		if err := ex.finish(b); err != nil {
 			return fail(fmt.Errorf("soak: calls %d to %d: %w", b.calls[0].Number, number, err))
