@@ -44,7 +44,7 @@ func (t *table) printf(format string, args ...any) {
 
 func (t *table) header(backend string) {
 	t.printf("detcoll verify: %d ranks, %s backend\n", t.c.WorldSize(), backend)
-	t.printf("%-18s %-9s %12s  %-4s %12s  %s\n", "operation", "dtype", "bytes/rank", "pass", "time/call", "detail")
+	t.printf("%-23s %-9s %12s  %-4s %12s  %s\n", "operation", "dtype", "bytes/rank", "pass", "time/call", "detail")
 }
 
 // add agrees on r with every rank (a collective on the host
@@ -69,7 +69,7 @@ func (t *table) add(r Row) error {
 		pass, detail = "NO", r.Err.Error()
 		t.failed++
 	}
-	t.printf("%-18s %-9v %12d  %-4s %12s  %s\n", r.Op, r.DType, r.Bytes, pass, fmtDur(r.PerCall), detail)
+	t.printf("%-23s %-9v %12d  %-4s %12s  %s\n", r.Op, r.DType, r.Bytes, pass, fmtDur(r.PerCall), detail)
 	return nil
 }
 

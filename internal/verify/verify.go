@@ -240,6 +240,9 @@ func rows(r *rowRun, cfg Config, t *table) error {
 	device := r.c.Device() >= 0
 	w := r.c.WorldSize()
 	reduce := reduceOps
+	if !device {
+		reduce = append(slices.Clone(reduceOps), operatorOps()...)
+	}
 	if device {
 		reduce = append(slices.Clone(reduceOps), windowOp)
 		if r.host != nil {

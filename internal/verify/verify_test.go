@@ -20,9 +20,10 @@ func testConfig() Config {
 		DTypes: []detcoll.DType{detcoll.TypeBFloat16, detcoll.TypeFloat16, detcoll.TypeFloat32, detcoll.TypeFloat64}}
 }
 
-// testRows is the number of rows of testConfig: 5 reductions for each
-// element type and 4 gathers, at each size.
-const testRows = (5*4 + 4) * 3
+// testRows is the number of rows of testConfig: 5 reductions and 8 with
+// operators (AllReduce and ReduceScatter with avg, premulsum, max and min)
+// for each element type, and 4 gathers, at each size.
+const testRows = (13*4 + 4) * 3
 
 var roles = map[string]ranktest.Role{
 	"verify": func() error { return Run(context.Background(), testConfig(), os.Stdout, os.Stderr) },
@@ -48,7 +49,7 @@ func TestRun(t *testing.T) {
 	ranktest.RequireOK(t, res)
 	out := res[0].Output
 	for _, want := range []string{"detcoll verify: 2 ranks, cpu backend\n", "operation ", "AllReduce/inplace ",
-		"ReduceScatterMany ", "AllGatherMany ", "Broadcast ", fmt.Sprintf("%d of %d checks passed on every rank\n", testRows, testRows)} {
+		"ReduceScatterMany ", "AllReduce/max ", "ReduceScatter/premulsum ", "AllGatherMany ", "Broadcast ", fmt.Sprintf("%d of %d checks passed on every rank\n", testRows, testRows)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("rank 0's output lacks %q:\n%s", want, out)
 		}
