@@ -45,8 +45,9 @@
 //     the result, as torch.maximum has it (NCCL's fmax-style max drops a
 //     NaN: a rank's diverged loss would vanish from the maximum). Every type.
 //
-// The cpu backend serves every operator; the cuda backend and several
-// hosts sum only, so far, and refuse the others with ErrInvalid.
+// The cpu backend serves every operator, on one host and across hosts;
+// the cuda backend sums only, so far, and refuses the others with
+// ErrInvalid.
 //
 // # Usage
 //

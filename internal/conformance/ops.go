@@ -12,7 +12,8 @@ import (
 
 // operatorCases: every reduction operator on every element type it takes,
 // against check.ReferenceReduce. Host backends only, so far: the cuda
-// backend sums only and refuses the others.
+// backend sums only and refuses the others. (internal/hier's
+// TestOperatorsAreTheFlatTree checks them across hosts.)
 func operatorCases() []Case {
 	return []Case{{Name: "OperatorsMatchReference", Worlds: []int{1, 2, 3, 4, 5, 8}, ShortWorlds: []int{1, 2, 3},
 		Limit: 5 * time.Minute, Rank: operatorsRank}}

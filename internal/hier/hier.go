@@ -67,9 +67,16 @@ type Comm struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu      sync.Mutex // one call at a time; guards the fields below
-	seq     uint64     // the call's number, for signatures and errors
-	op      base.Op    // the call's operation, for errors
+	mu  sync.Mutex // one call at a time; guards the fields below
+	seq uint64     // the call's number, for signatures and errors
+	op  base.Op    // the call's operation, for errors
+	// The call's operator as the steps apply it: the host's reduce-scatter
+	// takes hostRed (and scalar: PreMulSum's, which every rank applies to
+	// its own input there), the rail's steps node; Avg sums throughout and
+	// divides once at the end (Do).
+	hostRed num.RedOp
+	scalar  []byte
+	node    num.RedOp
 	closed  bool
 	stage   base.StagedCall
 	staging []byte // Stage's memory
@@ -277,8 +284,12 @@ func (c *Comm) Do(req *base.Request) error {
 	if c.dev != nil && req.Op != base.OpBarrier {
 		return c.local.Do(req) // which refuses host memory, saying why
 	}
-	if req.Red != num.Sum {
-		return base.Invalidf("%v/%v: across hosts detcoll sums only, so far", req.Op, req.Red)
+	if c.dev != nil && req.Red != num.Sum {
+		return base.Invalidf("%v/%v: across hosts on GPUs detcoll sums only, so far", req.Op, req.Red)
+	}
+	c.hostRed, c.scalar, c.node = req.Red, req.Scalar, req.Red.Node()
+	if req.Red == num.Avg {
+		c.hostRed = num.Sum
 	}
 	if err := c.stage.CheckRequest(req); err != nil {
 		return err
@@ -318,6 +329,11 @@ func (c *Comm) Do(req *base.Request) error {
 	}
 	if err != nil {
 		return c.fail(err)
+	}
+	if req.Red == num.Avg {
+		for _, out := range req.Out {
+			num.Average(req.DType, out, c.hosts*c.G)
+		}
 	}
 	return nil
 }
@@ -390,7 +406,7 @@ func (c *Comm) hostSums(dt num.DType, dst, all []byte, stride, off int) {
 	for h := range c.hosts {
 		c.srcs = append(c.srcs, all[h*stride+off:h*stride+off+len(dst)])
 	}
-	c.reducer.Reduce(dt, num.Sum, dst, c.srcs)
+	c.reducer.Reduce(dt, c.node, dst, c.srcs)
 }
 
 // allReduce: the host's reduce-scatter of the input padded to a multiple
@@ -411,7 +427,7 @@ func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) erro
 		clear(pin[len(in):])
 	}
 	part := c.buf(1, shard)
-	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
+	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, Red: c.hostRed, Scalar: c.scalar, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
 		return err
 	}
 	sum, err := c.railSum(ctx, dt, part)
@@ -501,7 +517,7 @@ func (c *Comm) halve(ctx context.Context, dt num.DType, buf []byte) (ranges []sp
 		if !lower {
 			left, right = in, b(keep)
 		}
-		c.reducer.Reduce(dt, num.Sum, b(keep), [][]byte{left, right})
+		c.reducer.Reduce(dt, c.node, b(keep), [][]byte{left, right})
 		r = keep
 	}
 	c.ranges = ranges
@@ -555,7 +571,7 @@ func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) 
 		}
 	}
 	part := c.buf(1, c.hosts*m)
-	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, In: [][]byte{perm}, Out: [][]byte{part}}); err != nil {
+	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, Red: c.hostRed, Scalar: c.scalar, In: [][]byte{perm}, Out: [][]byte{part}}); err != nil {
 		return err
 	}
 	if halving {

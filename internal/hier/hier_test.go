@@ -542,3 +542,90 @@ func TestNotPowerOfTwo(t *testing.T) {
 		t.Errorf("3 ranks per host: %v; want ErrInvalid", err)
 	}
 }
+
+// TestOperatorsAreTheFlatTree: every operator across hosts gives the bits
+// of check.ReferenceReduce over all ranks: the hosts' reduce-scatters
+// take the operator (PreMulSum's factors there), the rails' steps its
+// node, and Avg divides once at the end.
+func TestOperatorsAreTheFlatTree(t *testing.T) {
+	for _, l := range layouts {
+		for _, exchange := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%dx%d/exchange=%v", l.hosts, l.perHost, exchange), func(t *testing.T) {
+				w := l.hosts * l.perHost
+				comms := jobWith(t, l.hosts, l.perHost, 1000*8*int64(w), exchange)
+				call := 0
+				for _, op := range num.RedOps() {
+					for _, dt := range []num.DType{num.BFloat16Type, num.Float32Type, num.Float64Type, num.Int32Type, num.Uint8Type} {
+						if !op.Supports(dt) {
+							continue
+						}
+						scalars, scalarBytes := make([]float64, w), make([][]byte, w)
+						for r := range w {
+							s := 0.75 + 0.3*float64(r)
+							if r%2 == 1 {
+								s = -s
+							}
+							scalars[r] = check.RoundTo(dt, s)
+							if op == num.PreMulSum {
+								scalarBytes[r] = elementOf(dt, scalars[r])
+							}
+						}
+						for _, n := range []int{1, 7, 1000} {
+							call++
+							ins := make([][]byte, w)
+							for r := range ins {
+								ins[r] = aligned(check.Input(1, call, r, n*w, dt))
+							}
+							want := check.ReferenceReduce(dt, op, ins, scalars)
+							outs := make([][]byte, w)
+							noErrors(t, "AllReduce", each(comms, func(r int, c *hier.Comm) error {
+								outs[r] = num.AlignedBytes(len(ins[r]))
+								return c.Do(&base.Request{Op: base.OpAllReduce, DType: dt, Red: op, Scalar: scalarBytes[r],
+									In: [][]byte{ins[r]}, Out: [][]byte{outs[r]}})
+							}))
+							for r := range outs {
+								if err := check.FirstDiff(dt, outs[r], want); err != nil {
+									t.Fatalf("AllReduce/%v %v n=%d rank %d: %v", op, dt, n, r, err)
+								}
+							}
+							noErrors(t, "ReduceScatter", each(comms, func(r int, c *hier.Comm) error {
+								outs[r] = num.AlignedBytes(n * dt.Size())
+								return c.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, Red: op, Scalar: scalarBytes[r],
+									In: [][]byte{ins[r]}, Out: [][]byte{outs[r]}})
+							}))
+							m := n * dt.Size()
+							for r := range outs {
+								if err := check.FirstDiff(dt, outs[r], want[r*m:(r+1)*m]); err != nil {
+									t.Fatalf("ReduceScatter/%v %v n=%d rank %d: %v", op, dt, n, r, err)
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// aligned copies b into memory aligned for any element type.
+func aligned(b []byte) []byte {
+	out := num.AlignedBytes(len(b))
+	copy(out, b)
+	return out
+}
+
+// elementOf is v, a value of the float type dt, as one element.
+func elementOf(dt num.DType, v float64) []byte {
+	b := num.AlignedBytes(dt.Size())
+	switch dt {
+	case num.BFloat16Type:
+		num.AsBFloat16s(b)[0] = num.BFloat16FromFloat64(v)
+	case num.Float16Type:
+		num.AsFloat16s(b)[0] = num.Float16FromFloat64(v)
+	case num.Float32Type:
+		num.AsFloat32s(b)[0] = float32(v)
+	case num.Float64Type:
+		num.AsFloat64s(b)[0] = v
+	}
+	return b
+}
