@@ -14,7 +14,7 @@ import (
 	"github.com/detcoll/detcoll/internal/report"
 )
 
-const benchSynopsis = `[-n N] [--backend cpu|cuda] [--dtype T] [--operations LIST] [--size-bytes LIST]
+const benchSynopsis = `[-n N] [--backend cpu|cuda] [--dtype T] [--op sum|avg|premulsum|max|min] [--operations LIST] [--size-bytes LIST]
 	[--warmup W] [--iterations I] [--reference mpi|nccl|none] [--nccl-deterministic]
 	[--output FILE.json] [--benchfmt FILE]
 
@@ -67,7 +67,7 @@ const (
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchSynopsis, stderr)
 	cfg := bench.Config{Args: append([]string{"bench"}, args...)}
-	var dtype, ops, sizes string
+	var dtype, red, ops, sizes string
 	defaultRef := report.ReferenceNone
 	if mpiref.Built {
 		defaultRef = report.ReferenceMPI
@@ -80,6 +80,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Hosts, "hosts", 0, "run detcoll's ranks as this many virtual hosts: through Open MPI for cpu (a -tags mpi build), NCCL for cuda")
 	fs.StringVar(&cfg.Backend, "backend", "cpu", `backend: "cpu" or "cuda"`)
 	fs.StringVar(&dtype, "dtype", "", "element type: bfloat16, float16, float32 or float64 (default float32 on cpu, where Open MPI has no bfloat16; bfloat16 on cuda)")
+	fs.StringVar(&red, "op", "sum", "the reductions' operator: sum, avg, premulsum, max or min (the reference takes its own, or sums where it has none: the report says)")
 	fs.StringVar(&ops, "operations", strings.Join(opNames, ","), "operations to time")
 	fs.StringVar(&sizes, "size-bytes", defaultBenchSizes, "input bytes per rank, a list (units KiB, MiB, GiB; default on cuda: "+defaultCUDABenchSizes+")")
 	fs.IntVar(&cfg.Warmup, "warmup", 20, "untimed samples per operation and size, >= 0")
@@ -112,6 +113,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	var err error
+	if cfg.Red, err = num.ParseRedOp(red); err != nil {
+		return usagef("--op %q: want sum, avg, premulsum, max or min", red)
+	}
 	if cfg.DType, err = num.ParseDType(dtype); err != nil || !cfg.DType.Reducible() {
 		return usagef("--dtype %q: want bfloat16, float16, float32 or float64", dtype)
 	}

@@ -17,6 +17,7 @@ type Config struct {
 	Reference string // report.ReferenceMPI (cpu), report.ReferenceNCCL (cuda) or report.ReferenceNone
 
 	DType num.DType // element type of every call
+	Red   num.RedOp // the reductions' operator
 	Ops   []Op
 	Sizes []int // input bytes per rank (reduce-scatter: the whole input)
 	// Modes are the timing modes: report.ModeWallClock on cpu; on cuda any
@@ -92,6 +93,10 @@ func (c Config) Validate(world int) error {
 		return fmt.Errorf("world size %d: want >= 1", world)
 	case !c.DType.Reducible():
 		return fmt.Errorf("dtype %v: want bfloat16, float16, float32 or float64", c.DType)
+	case !c.Red.Valid():
+		return fmt.Errorf("reduction %v: want sum, avg, premulsum, max or min", c.Red)
+	case c.Red != num.Sum && c.Backend == "cuda":
+		return fmt.Errorf("reduction %v: the cuda backend sums only, so far", c.Red)
 	case c.Warmup < 0:
 		return fmt.Errorf("warmup %d: want >= 0", c.Warmup)
 	case c.Iterations <= 0:

@@ -91,9 +91,11 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 	var call func() error
 	switch op {
 	case AllReduce:
-		call = func() error { return c.AllReduceDevice(in[0], out[0], s.Elements(), dt, st) }
+		red := s.redOp()
+		call = func() error { return c.AllReduceDevice(in[0], out[0], s.Elements(), dt, st, red) }
 	case ReduceScatter:
-		call = func() error { return c.ReduceScatterDevice(in[0], out[0], outLens[0]/size, dt, st) }
+		red := s.redOp()
+		call = func() error { return c.ReduceScatterDevice(in[0], out[0], outLens[0]/size, dt, st, red) }
 	case AllGather:
 		call = func() error { return c.AllGatherDevice(in[0], out[0], inLens[0]/size, dt, st) }
 	case AllGatherMany:
@@ -101,7 +103,8 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 		call = func() error { return c.AllGatherManyDevice(in, out, counts, dt, st) }
 	case ReduceScatterMany:
 		counts := scaled(outLens, 1, size)
-		call = func() error { return c.ReduceScatterManyDevice(in, out, counts, dt, st) }
+		red := s.redOp()
+		call = func() error { return c.ReduceScatterManyDevice(in, out, counts, dt, st, red) }
 	case Broadcast:
 		buf := out[0]
 		if s.Rank == BroadcastRoot {

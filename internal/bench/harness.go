@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
@@ -45,7 +46,7 @@ func Measure(cfg Config, g Group, det, ref Impl, out Output) (*report.Report, er
 			if out.Progress != nil {
 				fmt.Fprintf(out.Progress, "bench: [%d/%d] %s, %s per rank\n", row+1, total, op, report.SizeLabel(int64(size)))
 			}
-			s := Shape{DType: cfg.DType, Bytes: size, World: g.WorldSize(), Rank: g.Rank()}
+			s := Shape{DType: cfg.DType, Bytes: size, World: g.WorldSize(), Rank: g.Rank(), Red: cfg.Red}
 			rows, err := measure(cfg, g, sides, op, s, row)
 			if err != nil {
 				return nil, fmt.Errorf("bench: %s, %d bytes: %w", op, size, err)
@@ -70,6 +71,7 @@ func newMeta(cfg Config, world int, sides []Impl) report.Meta {
 		Reference:  cfg.Reference,
 		GoVersion:  runtime.Version(),
 		Commit:     Commit(),
+		Reduction:  reductionName(cfg.Red),
 		Warmup:     cfg.Warmup,
 		Iterations: cfg.Iterations,
 		Modes:      cfg.Modes,
@@ -176,4 +178,12 @@ func measure(cfg Config, g Group, sides []Impl, op Op, s Shape, row int) ([]repo
 		r.Summarise(g.WorldSize()) // medians, spreads, bus bandwidths
 	}
 	return rows, nil
+}
+
+// reductionName is the report's name of red: "" for the sum.
+func reductionName(red num.RedOp) string {
+	if red == num.Sum {
+		return ""
+	}
+	return red.String()
 }

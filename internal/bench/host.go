@@ -75,17 +75,18 @@ func hostCall[T detcoll.Float](c *detcoll.Comm, op Op, s Shape, input []byte) (f
 	for i, n := range outLens {
 		outs[i] = check.Typed[T](newTouched(n))
 	}
+	red := s.redOp()
 	switch op {
 	case AllReduce:
-		return func() error { return detcoll.AllReduce(c, in, outs[0]) }, nil
+		return func() error { return detcoll.AllReduce(c, in, outs[0], red) }, nil
 	case ReduceScatter:
-		return func() error { return detcoll.ReduceScatter(c, in, outs[0]) }, nil
+		return func() error { return detcoll.ReduceScatter(c, in, outs[0], red) }, nil
 	case AllGather:
 		return func() error { return detcoll.AllGather(c, in, outs[0]) }, nil
 	case AllGatherMany:
 		return func() error { return detcoll.AllGatherMany(c, ins, outs) }, nil
 	case ReduceScatterMany:
-		return func() error { return detcoll.ReduceScatterMany(c, ins, outs) }, nil
+		return func() error { return detcoll.ReduceScatterMany(c, ins, outs, red) }, nil
 	case Broadcast:
 		buf := outs[0]
 		if s.Rank == BroadcastRoot {

@@ -39,6 +39,9 @@ func (m *MPI) Describe(meta *report.Meta) {
 			"Open MPI has no %s: its reductions sum float32 of the same element count (the same values, widened: twice the bytes); its gathers and broadcasts move the same bytes as detcoll", meta.DType))
 	}
 	meta.Notes = append(meta.Notes, "Open MPI runs in the same processes as detcoll, under the same launcher and CPU binding")
+	if meta.Reduction == num.Avg.String() || meta.Reduction == num.PreMulSum.String() {
+		meta.Notes = append(meta.Notes, "Open MPI has no "+meta.Reduction+": its reductions are MPI_SUM")
+	}
 }
 
 // Prepare allocates op's buffers at s and fills the input.
@@ -50,12 +53,12 @@ func (m *MPI) Prepare(op Op, s Shape, input []byte) error {
 	for i, n := range outLens {
 		outs[i] = newTouched(n * scale)
 	}
-	w := m.w
+	w, mop := m.w, mpiOp(s.Red)
 	switch op {
 	case AllReduce:
-		m.call = func() error { return w.Allreduce(dt, in, outs[0]) }
+		m.call = func() error { return w.Allreduce(dt, mop, in, outs[0]) }
 	case ReduceScatter:
-		m.call = func() error { return w.ReduceScatterBlock(dt, in, outs[0]) }
+		m.call = func() error { return w.ReduceScatterBlock(dt, mop, in, outs[0]) }
 	case AllGather:
 		m.call = func() error { return w.Allgather(in, outs[0]) }
 	case AllGatherMany:
@@ -70,7 +73,7 @@ func (m *MPI) Prepare(op Op, s Shape, input []byte) error {
 	case ReduceScatterMany:
 		m.call = func() error {
 			for i := range ins {
-				if err := w.ReduceScatterBlock(dt, ins[i], outs[i]); err != nil {
+				if err := w.ReduceScatterBlock(dt, mop, ins[i], outs[i]); err != nil {
 					return err
 				}
 			}
@@ -126,3 +129,16 @@ func (m *MPI) Time(mode string) (time.Duration, error) {
 
 // Release drops the buffers.
 func (m *MPI) Release() { m.call = nil }
+
+// mpiOp is the MPI_Op timed against red: MPI_MAX and MPI_MIN for Max and
+// Min, MPI_SUM for the rest (MPI has no average or pre-multiplied sum;
+// Describe notes it).
+func mpiOp(red num.RedOp) mpiref.Op {
+	switch red {
+	case num.Max:
+		return mpiref.Max
+	case num.Min:
+		return mpiref.Min
+	}
+	return mpiref.Sum
+}

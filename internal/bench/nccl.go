@@ -10,6 +10,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
 	"github.com/detcoll/detcoll/internal/nccl"
+	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/report"
 )
 
@@ -162,16 +163,16 @@ func (n *NCCL) Prepare(op Op, s Shape, input []byte) error {
 	var call func() error
 	switch op {
 	case AllReduce:
-		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, nccl.Sum, st) }
+		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, ncclOp(s.Red), st) }
 	case ReduceScatter:
-		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, nccl.Sum, st) }
+		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, ncclOp(s.Red), st) }
 	case AllGather:
 		call = func() error { return comm.AllGather(ins[0], outs[0], inLens[0]/size, t, st) }
 	case AllGatherMany:
 		call = grouped(len(ins), func(k int) error { return comm.AllGather(ins[k], outs[k], inLens[k]/size, t, st) })
 	case ReduceScatterMany:
 		call = grouped(len(ins), func(k int) error {
-			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, nccl.Sum, st)
+			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, ncclOp(s.Red), st)
 		})
 	case Broadcast:
 		buf := outs[0]
@@ -247,4 +248,20 @@ func (n *NCCL) Close() error {
 	n.g.close()
 	n.g = nil
 	return err
+}
+
+// ncclOp is NCCL's operator timed against red: its own for Avg, Max and
+// Min. (Config refuses any but Sum on the cuda backend while its kernels
+// sum only; a pre-multiplied sum will need NCCL's operator created per
+// communicator and scalar.)
+func ncclOp(red num.RedOp) nccl.RedOp {
+	switch red {
+	case num.Avg:
+		return nccl.Avg
+	case num.Max:
+		return nccl.Max
+	case num.Min:
+		return nccl.Min
+	}
+	return nccl.Sum
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/detcoll/detcoll"
 	"strings"
 
 	"github.com/detcoll/detcoll/internal/num"
@@ -65,6 +66,34 @@ type Shape struct {
 	DType       num.DType
 	Bytes       int // input bytes per rank
 	World, Rank int
+	// Red is the reductions' operator (Config.Red); gathers ignore it.
+	Red num.RedOp
+}
+
+// redOp is s.Red as detcoll's API takes it on rank s.Rank: PreMulSum's
+// factor is premulFactor's.
+func (s Shape) redOp() detcoll.RedOp {
+	switch s.Red {
+	case num.Avg:
+		return detcoll.Avg
+	case num.PreMulSum:
+		return detcoll.PreMulSum(premulFactor(s.Rank))
+	case num.Max:
+		return detcoll.Max
+	case num.Min:
+		return detcoll.Min
+	}
+	return detcoll.Sum
+}
+
+// premulFactor is rank's PreMulSum factor in a benchmark: positive and
+// negative, not a power of two.
+func premulFactor(rank int) float64 {
+	f := 0.75 + 0.3*float64(rank)
+	if rank%2 == 1 {
+		return -f
+	}
+	return f
 }
 
 // Elements is the input's element count.

@@ -33,12 +33,16 @@ type table struct {
 	reference string    // the reference's name; "" for none
 	world     int
 	sharing   string // above the header: how ranks shared GPUs, if they did
+	reduction string // above the header: the reductions' operator, if not the sum
 	header    bool   // written
 	marked    bool   // a time has the noise mark
 }
 
 func newTable(w io.Writer, m *report.Meta, sides []Impl) *table {
 	t := &table{w: w, modes: len(m.Modes) > 1, world: m.WorldSize}
+	if m.Reduction != "" {
+		t.reduction = fmt.Sprintf("# reductions: %s (all_reduce, reduce_scatter and reduce_scatter_many)", m.Reduction)
+	}
 	if m.GPUSharing != "" {
 		t.sharing = fmt.Sprintf("# %s: the times are one GPU's (its memory and the protocol), not NVLink's", m.DeviceLabel())
 	}
@@ -64,8 +68,10 @@ func (t *table) write(rows []report.Row) {
 	}
 	if !t.header {
 		t.header = true
-		if t.sharing != "" {
-			fmt.Fprintln(t.w, t.sharing)
+		for _, line := range []string{t.reduction, t.sharing} {
+			if line != "" {
+				fmt.Fprintln(t.w, line)
+			}
 		}
 		moved := ""
 		if len(rows) > 0 && rows[0].DetcollMoves != nil {

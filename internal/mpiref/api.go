@@ -14,6 +14,16 @@ const (
 	Float64
 )
 
+// Op is a reduction's MPI_Op.
+type Op int
+
+// The reductions' operators.
+const (
+	Sum Op = iota // MPI_SUM
+	Max           // MPI_MAX
+	Min           // MPI_MIN
+)
+
 func (d DType) size() int {
 	switch d {
 	case Float32:

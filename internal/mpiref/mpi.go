@@ -28,11 +28,19 @@ static MPI_Datatype mr_type(int t) {
 	return MPI_BYTE;
 }
 
-static int mr_allreduce(void *in, void *out, int n, int t) {
-	return MPI_Allreduce(in, out, n, mr_type(t), MPI_SUM, MPI_COMM_WORLD);
+static MPI_Op mr_op(int op) {
+	switch (op) {
+	case 1: return MPI_MAX;
+	case 2: return MPI_MIN;
+	}
+	return MPI_SUM;
 }
-static int mr_reduce_scatter_block(void *in, void *out, int n, int t) {
-	return MPI_Reduce_scatter_block(in, out, n, mr_type(t), MPI_SUM, MPI_COMM_WORLD);
+
+static int mr_allreduce(void *in, void *out, int n, int t, int op) {
+	return MPI_Allreduce(in, out, n, mr_type(t), mr_op(op), MPI_COMM_WORLD);
+}
+static int mr_reduce_scatter_block(void *in, void *out, int n, int t, int op) {
+	return MPI_Reduce_scatter_block(in, out, n, mr_type(t), mr_op(op), MPI_COMM_WORLD);
 }
 static int mr_allgather(void *in, void *out, int n) {
 	return MPI_Allgather(in, n, MPI_BYTE, out, n, MPI_BYTE, MPI_COMM_WORLD);
@@ -155,24 +163,24 @@ func (w *World) Barrier() error {
 	return check("MPI_Barrier", C.mr_barrier())
 }
 
-// Allreduce is MPI_Allreduce with MPI_SUM of in into out (len(in) bytes of
-// dt each).
-func (w *World) Allreduce(dt DType, in, out []byte) error {
+// Allreduce is MPI_Allreduce with op of in into out (len(in) bytes of dt
+// each).
+func (w *World) Allreduce(dt DType, op Op, in, out []byte) error {
 	n, err := count(dt, len(in))
 	if err != nil || len(out) != len(in) {
 		return lengths("MPI_Allreduce", err, len(in), len(out))
 	}
-	return check("MPI_Allreduce", C.mr_allreduce(ptr(in), ptr(out), n, C.int(dt)))
+	return check("MPI_Allreduce", C.mr_allreduce(ptr(in), ptr(out), n, C.int(dt), C.int(op)))
 }
 
-// ReduceScatterBlock is MPI_Reduce_scatter_block with MPI_SUM: in holds
-// Size() blocks of len(out) bytes.
-func (w *World) ReduceScatterBlock(dt DType, in, out []byte) error {
+// ReduceScatterBlock is MPI_Reduce_scatter_block with op: in holds Size()
+// blocks of len(out) bytes.
+func (w *World) ReduceScatterBlock(dt DType, op Op, in, out []byte) error {
 	n, err := count(dt, len(out))
 	if err != nil || len(in) != w.size*len(out) {
 		return lengths("MPI_Reduce_scatter_block", err, len(in), len(out))
 	}
-	return check("MPI_Reduce_scatter_block", C.mr_reduce_scatter_block(ptr(in), ptr(out), n, C.int(dt)))
+	return check("MPI_Reduce_scatter_block", C.mr_reduce_scatter_block(ptr(in), ptr(out), n, C.int(dt), C.int(op)))
 }
 
 // Allgather is MPI_Allgather of bytes: out holds Size() blocks of len(in).

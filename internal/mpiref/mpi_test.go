@@ -95,21 +95,35 @@ func rankChecks() error {
 
 	// Sums of 2 ranks: exact in both types.
 	out := make([]byte, 12)
-	if err := w.Allreduce(Float32, f32s(1+r, 0.5*r, -r), out); err != nil {
+	if err := w.Allreduce(Float32, Sum, f32s(1+r, 0.5*r, -r), out); err != nil {
 		return err
 	}
 	if !bytes.Equal(out, f32s(3, 0.5, -1)) {
 		return fmt.Errorf("Allreduce float32 = %v", out)
 	}
+	// Max and Min: (1, 5) and (2, 4) on the two ranks.
+	out = make([]byte, 8)
+	if err := w.Allreduce(Float32, Max, f32s(1+r, 5-r), out); err != nil {
+		return err
+	}
+	if !bytes.Equal(out, f32s(2, 5)) {
+		return fmt.Errorf("Allreduce max = %v", out)
+	}
+	if err := w.Allreduce(Float32, Min, f32s(1+r, 5-r), out); err != nil {
+		return err
+	}
+	if !bytes.Equal(out, f32s(1, 4)) {
+		return fmt.Errorf("Allreduce min = %v", out)
+	}
 	out = make([]byte, 16)
-	if err := w.Allreduce(Float64, f64s(1+float64(r), 1e300), out); err != nil {
+	if err := w.Allreduce(Float64, Sum, f64s(1+float64(r), 1e300), out); err != nil {
 		return err
 	}
 	if !bytes.Equal(out, f64s(3, 2e300)) {
 		return fmt.Errorf("Allreduce float64 = %v", out)
 	}
 	out = make([]byte, 8)
-	if err := w.ReduceScatterBlock(Float32, f32s(1, 2, 3+r, 4+r), out); err != nil {
+	if err := w.ReduceScatterBlock(Float32, Sum, f32s(1, 2, 3+r, 4+r), out); err != nil {
 		return err
 	}
 	if want := [][]byte{f32s(2, 4), f32s(7, 9)}[w.Rank()]; !bytes.Equal(out, want) {
@@ -131,10 +145,10 @@ func rankChecks() error {
 	}
 	// Bad arguments fail here, on every rank alike, before MPI is called.
 	for _, err := range []error{
-		w.Allreduce(Float32, make([]byte, 8), make([]byte, 4)),
-		w.Allreduce(Float64, make([]byte, 12), make([]byte, 12)),
-		w.Allreduce(DType(9), make([]byte, 8), make([]byte, 8)),
-		w.ReduceScatterBlock(Float32, make([]byte, 8), make([]byte, 8)),
+		w.Allreduce(Float32, Sum, make([]byte, 8), make([]byte, 4)),
+		w.Allreduce(Float64, Sum, make([]byte, 12), make([]byte, 12)),
+		w.Allreduce(DType(9), Sum, make([]byte, 8), make([]byte, 8)),
+		w.ReduceScatterBlock(Float32, Sum, make([]byte, 8), make([]byte, 8)),
 		w.Allgather(make([]byte, 4), make([]byte, 4)),
 		w.Bcast(make([]byte, 4), 2),
 	} {

@@ -29,10 +29,10 @@ func (w *World) Finalize() error { return nil }
 func (w *World) Barrier() error { return ErrNotBuilt }
 
 // Allreduce is MPI_Allreduce with MPI_SUM.
-func (w *World) Allreduce(dt DType, in, out []byte) error { return ErrNotBuilt }
+func (w *World) Allreduce(dt DType, op Op, in, out []byte) error { return ErrNotBuilt }
 
 // ReduceScatterBlock is MPI_Reduce_scatter_block with MPI_SUM.
-func (w *World) ReduceScatterBlock(dt DType, in, out []byte) error { return ErrNotBuilt }
+func (w *World) ReduceScatterBlock(dt DType, op Op, in, out []byte) error { return ErrNotBuilt }
 
 // Allgather is MPI_Allgather of bytes.
 func (w *World) Allgather(in, out []byte) error { return ErrNotBuilt }

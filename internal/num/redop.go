@@ -1,9 +1,6 @@
 package num
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // RedOp is the operator of a reduction. Its value is part of the call's
 // signature, which ranks compare, so values are never reused; Sum is 0, so
@@ -98,13 +95,13 @@ func Combine(dt DType, node RedOp, dst, a, b []byte) {
 	checkLens(len(dst), len(a), len(b))
 	switch dt {
 	case BFloat16Type:
-		combine(node, AsBFloat16s(dst), AsBFloat16s(a), AsBFloat16s(b), func(v BFloat16) float64 { return v.Float64() }, CanonicalNaNBFloat16)
+		combineBits(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7F80, uint16(CanonicalNaNBFloat16))
 	case Float16Type:
-		combine(node, AsFloat16s(dst), AsFloat16s(a), AsFloat16s(b), func(v Float16) float64 { return v.Float64() }, CanonicalNaNFloat16)
+		combineBits(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7C00, uint16(CanonicalNaNFloat16))
 	case Float32Type:
-		combine(node, AsFloat32s(dst), AsFloat32s(a), AsFloat32s(b), func(v float32) float64 { return float64(v) }, math.Float32frombits(CanonicalNaNFloat32))
+		combineBits(node, view[uint32](dst), view[uint32](a), view[uint32](b), 0x7F800000, CanonicalNaNFloat32)
 	case Float64Type:
-		combine(node, AsFloat64s(dst), AsFloat64s(a), AsFloat64s(b), func(v float64) float64 { return v }, math.Float64frombits(CanonicalNaNFloat64))
+		combineBits(node, view[uint64](dst), view[uint64](a), view[uint64](b), 0x7FF0000000000000, CanonicalNaNFloat64)
 	case Int8Type:
 		combineInts(node, view[int8](dst), view[int8](a), view[int8](b))
 	case Uint8Type:
@@ -140,30 +137,58 @@ func addBytes(dt DType, dst, a, b []byte) {
 	}
 }
 
-// combine is Max or Min of a floating type whose values value widens
-// exactly: the larger (smaller) operand, -0 below +0, nan for any NaN.
-// The result is one of the operands, so it needs no rounding.
-func combine[T comparable](node RedOp, dst, a, b []T, value func(T) float64, nan T) {
-	for i := range dst {
-		x, y := value(a[i]), value(b[i])
-		switch {
-		case x != x || y != y:
-			dst[i] = nan
-		case (node == Max) == greater(x, y):
-			dst[i] = a[i]
-		default:
-			dst[i] = b[i]
+// combineBits is Max or Min of a float type on its bits (uint16 for
+// bfloat16 and float16, uint32, uint64): the larger (smaller) operand in
+// keyOf's order, -0 below +0, nan for any NaN (a magnitude above inf's
+// bits). The result is one of the operands, so it needs no rounding. All
+// integer compares, which the compiler turns into conditional moves: a
+// branch on random operands' order would mispredict half the time.
+func combineBits[U uint16 | uint32 | uint64](node RedOp, dst, a, b []U, inf, nan U) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	sign := ^(^U(0) >> 1)
+	mag, shift := ^sign, bitsOf(sign)-1
+	if node == Min {
+		for i := range dst {
+			x, y := a[i], b[i]
+			r := y
+			if keyOf(x, sign, shift) < keyOf(y, sign, shift) {
+				r = x
+			}
+			if x&mag > inf || y&mag > inf {
+				r = nan
+			}
+			dst[i] = r
 		}
+		return
+	}
+	for i := range dst {
+		x, y := a[i], b[i]
+		r := y
+		if keyOf(x, sign, shift) > keyOf(y, sign, shift) {
+			r = x
+		}
+		if x&mag > inf || y&mag > inf {
+			r = nan
+		}
+		dst[i] = r
 	}
 }
 
-// greater orders floats that are not NaN, -0 below +0; for equal values
-// (the same zero, or equal numbers) it reports false.
-func greater(x, y float64) bool {
-	if x == y {
-		return !math.Signbit(x) && math.Signbit(y)
+// keyOf orders the bits of floats that are not NaNs as their values, -0
+// below +0: a negative value's bits flipped, a positive one's sign bit set
+// (sign is the sign bit, shift its place), without a branch on the sign.
+func keyOf[U uint16 | uint32 | uint64](v, sign, shift U) U {
+	neg := -(v >> shift) // all ones for a negative value
+	return v ^ (neg | sign)
+}
+
+// bitsOf is the width of U, from its sign bit.
+func bitsOf[U uint16 | uint32 | uint64](sign U) U {
+	var n U
+	for s := sign; s != 0; s >>= 1 {
+		n++
 	}
-	return x > y
+	return n
 }
 
 type integer interface {

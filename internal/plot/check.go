@@ -222,6 +222,7 @@ func checkPair(before, after Input, op, mode string) []error {
 	differ("backend", b.Backend, a.Backend)
 	differ("dtype", b.DType, a.DType)
 	differ("device", b.DeviceLabel(), a.DeviceLabel())
+	differ("reduction", b.Reduction, a.Reduction)
 	differ("driver version", b.DriverVersion, a.DriverVersion)
 	differ("CUDA version", b.CUDAVersion, a.CUDAVersion)
 	differ("NCCL version", b.NCCLVersion, a.NCCLVersion)

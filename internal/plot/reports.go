@@ -70,6 +70,9 @@ func reportLabels(reports []Input) []string {
 	for i, in := range reports {
 		m := &in.Report.Meta
 		parts := []string{"detcoll " + shortCommit(m.Commit), m.Backend, fmt.Sprintf("W=%d", m.WorldSize)}
+		if m.Reduction != "" {
+			parts = append(parts, m.Reduction)
+		}
 		if dtypes {
 			parts = append(parts, m.DType)
 		}

@@ -122,8 +122,11 @@ type Meta struct {
 	// RanksPerGPU is the most ranks on one GPU, when they shared.
 	RanksPerGPU int `json:"ranks_per_gpu,omitempty"`
 
-	GoVersion  string   `json:"go_version"`
-	Commit     string   `json:"commit"` // detcoll's; "unknown" when no source says
+	GoVersion string `json:"go_version"`
+	Commit    string `json:"commit"` // detcoll's; "unknown" when no source says
+	// Reduction is the reductions' operator (avg, premulsum, max, min);
+	// empty for the sum, and in reports written before operators.
+	Reduction  string   `json:"reduction,omitempty"`
 	Warmup     int      `json:"warmup"` // untimed samples before the timed ones, per row and mode
 	Iterations int      `json:"iterations"`
 	Modes      []string `json:"timing_modes"`

@@ -63,6 +63,8 @@ func (m *Meta) validate() error {
 		return fmt.Errorf("gpu_sharing %q: want %s, %s or none", m.GPUSharing, SharingMPS, SharingTimeSliced)
 	case (m.GPUSharing != "") != (m.RanksPerGPU > 1):
 		return fmt.Errorf("gpu_sharing %q with %d ranks per GPU: want both or neither", m.GPUSharing, m.RanksPerGPU)
+	case m.Reduction != "" && !validReduction(m.Reduction):
+		return fmt.Errorf("reduction %q: want avg, premulsum, max or min (the sum is empty)", m.Reduction)
 	case m.GoVersion == "":
 		return fmt.Errorf("go_version: empty")
 	case m.Commit == "":
@@ -166,4 +168,10 @@ func checkSamples(side string, us float64, perRank [][]float64, m *Meta) error {
 		return fmt.Errorf("%s_us %v: the samples give %v (slowest rank's median)", side, us, want)
 	}
 	return nil
+}
+
+// validReduction reports whether name is an operator besides the sum.
+func validReduction(name string) bool {
+	op, err := num.ParseRedOp(name)
+	return err == nil && op != num.Sum
 }
