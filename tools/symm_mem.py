@@ -70,7 +70,8 @@ MODE_WALL_CLOCK = "wall_clock"
 MODE_SYNCHRONISED = "synchronised"
 MODE_PIPELINED = "pipelined"
 MODE_GRAPH = "graph"
-ALL_MODES = [MODE_WALL_CLOCK, MODE_SYNCHRONISED, MODE_PIPELINED, MODE_GRAPH]  # report.Modes
+MODE_GRAPH_STEADY = "graph_steady"  # measured by detcoll bench only
+ALL_MODES = [MODE_WALL_CLOCK, MODE_SYNCHRONISED, MODE_PIPELINED, MODE_GRAPH, MODE_GRAPH_STEADY]  # report.Modes
 GPU_MODES = [MODE_SYNCHRONISED, MODE_PIPELINED, MODE_GRAPH]
 REFERENCES = ["none", "mpi", "nccl", "symm_mem"]
 
@@ -106,11 +107,12 @@ ROW_FIELDS = [
     "operation", "mode", "input_bytes_per_rank", "detcoll_us", "reference_us",
     "detcoll_samples_us", "reference_samples_us",
 ]
-# Fields a row may leave out: detcoll's reader derives them from the
-# samples (internal/report: the spread and the bus bandwidth).
+# Fields a row may leave out: detcoll's reader derives the spread and the
+# bus bandwidth from the samples (internal/report); detcoll_moves is what
+# detcoll's plan moves, which this script does not know.
 OPTIONAL_ROW_FIELDS = [
     "detcoll_p10_us", "detcoll_p90_us", "reference_p10_us", "reference_p90_us",
-    "detcoll_busbw_gbps", "reference_busbw_gbps",
+    "detcoll_busbw_gbps", "reference_busbw_gbps", "detcoll_moves",
 ]
 
 
