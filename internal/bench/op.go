@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/check"
 	"strings"
 
 	"github.com/detcoll/detcoll/internal/num"
@@ -70,31 +71,8 @@ type Shape struct {
 	Red num.RedOp
 }
 
-// redOp is s.Red as detcoll's API takes it on rank s.Rank: PreMulSum's
-// factor is premulFactor's.
-func (s Shape) redOp() detcoll.RedOp {
-	switch s.Red {
-	case num.Avg:
-		return detcoll.Avg
-	case num.PreMulSum:
-		return detcoll.PreMulSum(premulFactor(s.Rank))
-	case num.Max:
-		return detcoll.Max
-	case num.Min:
-		return detcoll.Min
-	}
-	return detcoll.Sum
-}
-
-// premulFactor is rank's PreMulSum factor in a benchmark: positive and
-// negative, not a power of two.
-func premulFactor(rank int) float64 {
-	f := 0.75 + 0.3*float64(rank)
-	if rank%2 == 1 {
-		return -f
-	}
-	return f
-}
+// redOp is s.Red as detcoll's API takes it on rank s.Rank.
+func (s Shape) redOp() detcoll.RedOp { return check.RedOpOf(s.Red, s.Rank) }
 
 // Elements is the input's element count.
 func (s Shape) Elements() int { return s.Bytes / s.DType.Size() }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/num"
 )
 
 // The reductions of every element type with an operator: what the
@@ -67,4 +68,40 @@ func reduceAs[T detcoll.Element](c *detcoll.Comm, k Reduction, op detcoll.RedOp,
 		return detcoll.AllReduceStaged(c, Typed[T](outs[0]), op)
 	}
 	return fmt.Errorf("no reduction %d", k)
+}
+
+// PremulFactor is rank's PreMulSum factor in the tools' and tests' calls:
+// positive and negative, not a power of two, so that every product rounds.
+func PremulFactor(rank int) float64 {
+	f := 0.75 + 0.3*float64(rank)
+	if rank%2 == 1 {
+		return -f
+	}
+	return f
+}
+
+// RedOpOf is op as detcoll's API takes it on rank: PreMulSum with rank's
+// PremulFactor.
+func RedOpOf(op num.RedOp, rank int) detcoll.RedOp {
+	switch op {
+	case num.Avg:
+		return detcoll.Avg
+	case num.PreMulSum:
+		return detcoll.PreMulSum(PremulFactor(rank))
+	case num.Max:
+		return detcoll.Max
+	case num.Min:
+		return detcoll.Min
+	}
+	return detcoll.Sum
+}
+
+// PremulFactors are every rank's PremulFactor rounded to dt: the scalars
+// of ReferenceReduce.
+func PremulFactors(dt detcoll.DType, world int) []float64 {
+	s := make([]float64, world)
+	for r := range s {
+		s[r] = RoundTo(dt, PremulFactor(r))
+	}
+	return s
 }

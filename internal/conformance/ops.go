@@ -19,26 +19,6 @@ func operatorCases() []Case {
 		Limit: 5 * time.Minute, Rank: operatorsRank}}
 }
 
-// operators are the public operators by num's, with rank r's PreMulSum
-// factor: positive and negative, not a power of two.
-func operatorOf(op num.RedOp, rank int) (detcoll.RedOp, float64) {
-	switch op {
-	case num.Avg:
-		return detcoll.Avg, 0
-	case num.PreMulSum:
-		s := 0.75 + 0.3*float64(rank)
-		if rank%2 == 1 {
-			s = -s
-		}
-		return detcoll.PreMulSum(s), s
-	case num.Max:
-		return detcoll.Max, 0
-	case num.Min:
-		return detcoll.Min, 0
-	}
-	return detcoll.Sum, 0
-}
-
 // operatorsRank makes, for every operator and element type it takes and a
 // few counts (one element, odd, past the one-shot all-reduce), an
 // AllReduce out of place and in place, a staged one, a ReduceScatter and
@@ -59,12 +39,7 @@ func operatorsRank(r *Rank) error {
 			if !op.Supports(dt) {
 				continue
 			}
-			pub, _ := operatorOf(op, r.Rank)
-			scalars := make([]float64, w)
-			for p := range scalars {
-				_, s := operatorOf(op, p)
-				scalars[p] = check.RoundTo(dt, s)
-			}
+			pub, scalars := check.RedOpOf(op, r.Rank), check.PremulFactors(dt, w)
 			for _, n := range counts {
 				call++
 				size := dt.Size()

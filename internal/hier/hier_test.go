@@ -559,13 +559,8 @@ func TestOperatorsAreTheFlatTree(t *testing.T) {
 						if !op.Supports(dt) {
 							continue
 						}
-						scalars, scalarBytes := make([]float64, w), make([][]byte, w)
+						scalars, scalarBytes := check.PremulFactors(dt, w), make([][]byte, w)
 						for r := range w {
-							s := 0.75 + 0.3*float64(r)
-							if r%2 == 1 {
-								s = -s
-							}
-							scalars[r] = check.RoundTo(dt, s)
 							if op == num.PreMulSum {
 								scalarBytes[r] = elementOf(dt, scalars[r])
 							}

@@ -33,18 +33,8 @@ type floatPools struct {
 	in [][]byte // by rank, floatPoolLen elements
 	// want holds, by operator, the reference reduction of the ranks'
 	// pools, element by element (check.ReferenceReduce, with the ranks'
-	// PreMulSum factors of premulFactor).
+	// PreMulSum factors of check.PremulFactor).
 	want map[num.RedOp][]byte
-}
-
-// premulFactor is rank's PreMulSum factor in a soak: positive and
-// negative, not powers of two.
-func premulFactor(rank int) float64 {
-	s := 0.75 + 0.3*float64(rank)
-	if rank%2 == 1 {
-		return -s
-	}
-	return s
 }
 
 func newPools(seed uint64, world int) *pools {
@@ -59,10 +49,7 @@ func newPools(seed uint64, world int) *pools {
 			noZeros(in, dt)
 			fp.in = append(fp.in, in)
 		}
-		scalars := make([]float64, world)
-		for r := range scalars {
-			scalars[r] = check.RoundTo(dt, premulFactor(r))
-		}
+		scalars := check.PremulFactors(dt, world)
 		fp.want = map[num.RedOp][]byte{}
 		for _, op := range num.RedOps() {
 			fp.want[op] = check.ReferenceReduce(dt, op, fp.in, scalars)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/check"
-	"github.com/detcoll/detcoll/internal/num"
 )
 
 // executor runs a batch's calls on one kind of memory. The loop in RunComm
@@ -73,15 +72,15 @@ func (h *hostExec) issue(b *batch, p *placed) error {
 	out := p.outBuf(b.out, 0)
 	switch p.Op {
 	case OpAllReduce:
-		return check.Reduce(c, check.CallAllReduce, dt, p.redOp(b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
+		return check.Reduce(c, check.CallAllReduce, dt, check.RedOpOf(p.Red, b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
 	case OpAllReduceInPlace:
-		return check.Reduce(c, check.CallAllReduce, dt, p.redOp(b.rank), [][]byte{out}, [][]byte{out})
+		return check.Reduce(c, check.CallAllReduce, dt, check.RedOpOf(p.Red, b.rank), [][]byte{out}, [][]byte{out})
 	case OpAllReduceStaged:
-		return check.Reduce(c, check.CallStaged, dt, p.redOp(b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
+		return check.Reduce(c, check.CallStaged, dt, check.RedOpOf(p.Red, b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
 	case OpReduceScatter:
-		return check.Reduce(c, check.CallReduceScatter, dt, p.redOp(b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
+		return check.Reduce(c, check.CallReduceScatter, dt, check.RedOpOf(p.Red, b.rank), [][]byte{p.inBuf(b.in, 0)}, [][]byte{out})
 	case OpReduceScatterMany:
-		return check.Reduce(c, check.CallReduceScatterMany, dt, p.redOp(b.rank), ins(), outs())
+		return check.Reduce(c, check.CallReduceScatterMany, dt, check.RedOpOf(p.Red, b.rank), ins(), outs())
 	case OpAllGather:
 		return gather(c, dt, p.Op, 0, ins(), outs())
 	case OpAllGatherInPlace:
@@ -137,19 +136,4 @@ func gatherAs[T detcoll.Element](c *detcoll.Comm, op Op, root int, ins, outs [][
 		return detcoll.Broadcast(c, check.Typed[T](outs[0]), root)
 	}
 	return fmt.Errorf("soak: %v is not a gather", op)
-}
-
-// redOp is the public operator of p's reduction on rank.
-func (p *placed) redOp(rank int) detcoll.RedOp {
-	switch p.Red {
-	case num.Avg:
-		return detcoll.Avg
-	case num.PreMulSum:
-		return detcoll.PreMulSum(premulFactor(rank))
-	case num.Max:
-		return detcoll.Max
-	case num.Min:
-		return detcoll.Min
-	}
-	return detcoll.Sum
 }

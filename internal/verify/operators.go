@@ -36,22 +36,8 @@ func operatorOps() []operation {
 	return ops
 }
 
-// premulFactor is rank's PreMulSum factor: positive and negative, not a
-// power of two.
-func premulFactor(rank int) float64 {
-	s := 0.75 + 0.3*float64(rank)
-	if rank%2 == 1 {
-		return -s
-	}
-	return s
-}
-
 func reference(red num.RedOp, dt detcoll.DType, ins [][]byte) []byte {
-	scalars := make([]float64, len(ins))
-	for r := range scalars {
-		scalars[r] = check.RoundTo(dt, premulFactor(r))
-	}
-	return check.ReferenceReduce(dt, red, ins, scalars)
+	return check.ReferenceReduce(dt, red, ins, check.PremulFactors(dt, len(ins)))
 }
 
 // reduceWith makes reduction k with red on host buffers.
@@ -61,7 +47,5 @@ func reduceWith(c *detcoll.Comm, k check.Reduction, red num.RedOp, dt detcoll.DT
 	if !ok1 || !ok2 {
 		return fmt.Errorf("%v on %T: host memory only", red, in)
 	}
-	op := map[num.RedOp]detcoll.RedOp{num.Avg: detcoll.Avg, num.Max: detcoll.Max, num.Min: detcoll.Min,
-		num.PreMulSum: detcoll.PreMulSum(premulFactor(c.Rank()))}[red]
-	return check.Reduce(c, k, dt, op, [][]byte{i.Bytes()}, [][]byte{o.Bytes()})
+	return check.Reduce(c, k, dt, check.RedOpOf(red, c.Rank()), [][]byte{i.Bytes()}, [][]byte{o.Bytes()})
 }
