@@ -32,8 +32,8 @@
 //     sum). NCCL's ncclAvg multiplies every input by 1/W rounded to the
 //     type and sums; with W a power of two both scale exactly and differ
 //     only where the sum's order does (or an input underflows), otherwise
-//     ours rounds once where NCCL's rounds 1/W and W products. Floating
-//     types only.
+//     ours rounds once where NCCL's rounds 1/W and W products. Integers:
+//     the wrapped sum divided by W, truncated toward zero, as NCCL's.
 //   - PreMulSum(s): each rank's input times its own s (s first rounded to
 //     the element type), each product rounded once in the type (exact in
 //     float32 for bfloat16 and float16, in float64 for float32), then the

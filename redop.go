@@ -24,7 +24,7 @@ var (
 	// element type (integers wrap).
 	Sum = RedOp{op: num.Sum}
 	// Avg is Sum, then one division by the world size, rounded once
-	// (floating types).
+	// (integers: truncated toward zero).
 	Avg = RedOp{op: num.Avg}
 	// Max and Min take the larger or smaller operand at every node, -0
 	// below +0; any NaN operand gives the canonical NaN.

@@ -37,7 +37,7 @@ func TestValidateDevice(t *testing.T) {
 		{"nil output", DeviceRequest{Op: OpAllReduce, DType: f32, In: b(4096, 400), Out: b(0, 400)}},
 		{"partial overlap", DeviceRequest{Op: OpAllReduce, DType: f32, In: b(4096, 400), Out: b(4100, 400)}},
 		{"misaligned float32", DeviceRequest{Op: OpAllReduce, DType: f32, In: b(4097, 400), Out: b(8192, 400)}},
-		{"average of integers", DeviceRequest{Op: OpAllReduce, DType: num.Int32Type, Red: num.Avg, In: b(4096, 400), Out: b(8192, 400)}},
+		{"premulsum of integers", DeviceRequest{Op: OpAllReduce, DType: num.Int32Type, Red: num.PreMulSum, Scalar: make([]byte, 4), In: b(4096, 400), Out: b(8192, 400)}},
 		{"premulsum without a scalar", DeviceRequest{Op: OpAllReduce, DType: f32, Red: num.PreMulSum, In: b(4096, 400), Out: b(8192, 400)}},
 		{"a scalar for max", DeviceRequest{Op: OpAllReduce, DType: f32, Red: num.Max, Scalar: make([]byte, 4), In: b(4096, 400), Out: b(8192, 400)}},
 		{"an operator for a gather", DeviceRequest{Op: OpAllGather, DType: f32, Red: num.Max, In: b(4096, 400), Out: b(8192, 800)}},

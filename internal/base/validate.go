@@ -59,7 +59,7 @@ func validateRed(op Op, red num.RedOp, dt num.DType, scalar int) error {
 	case !red.Valid():
 		return Invalidf("%v: unknown reduction %v", op, red)
 	case !red.Supports(dt):
-		return Invalidf("%v: %v of %v is not defined (sum, max and min take every element type; avg and premulsum bfloat16, float16, float32 and float64)", op, red, dt)
+		return Invalidf("%v: %v of %v is not defined (sum, avg, max and min take every element type; premulsum bfloat16, float16, float32 and float64)", op, red, dt)
 	case red == num.PreMulSum && scalar != dt.Size():
 		return Invalidf("%v: premulsum needs one %v scalar, got %d bytes", op, dt, scalar)
 	case red != num.PreMulSum && scalar != 0:

@@ -48,11 +48,26 @@ func ReferenceReduce(dt detcoll.DType, op num.RedOp, ins [][]byte, scalars []flo
 		}
 	}
 	if op == num.Avg {
+		w := uint64(len(ins))
 		for i := 0; i < len(out); i += size {
-			PutBits(out[i:], size, fromFloat64(dt, toFloat64(dt, GetBits(out[i:], size))/float64(len(ins))))
+			v := GetBits(out[i:], size)
+			switch {
+			case dt.Reducible():
+				v = fromFloat64(dt, toFloat64(dt, v)/float64(w))
+			case signedInt(dt):
+				shift := 64 - 8*uint(size)
+				v = uint64((int64(v<<shift) >> shift) / int64(w)) // Go's division truncates toward zero
+			default:
+				v /= w
+			}
+			PutBits(out[i:], size, v)
 		}
 	}
 	return out
+}
+
+func signedInt(dt detcoll.DType) bool {
+	return dt == detcoll.TypeInt8 || dt == detcoll.TypeInt16 || dt == detcoll.TypeInt32 || dt == detcoll.TypeInt64
 }
 
 // nodeOf is the node of op (Max, Min, or the integers' wrapping Sum) on
@@ -64,7 +79,7 @@ func nodeOf(dt detcoll.DType, op num.RedOp) func(a, b uint64) uint64 {
 		mask = ^uint64(0)
 	}
 	if dt.Integer() {
-		signed := dt == detcoll.TypeInt8 || dt == detcoll.TypeInt16 || dt == detcoll.TypeInt32 || dt == detcoll.TypeInt64
+		signed := signedInt(dt)
 		// An order key: unsigned as it is, signed with the sign bit flipped.
 		key := func(v uint64) uint64 {
 			if signed {

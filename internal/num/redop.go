@@ -11,13 +11,14 @@ import "fmt"
 // (the contract, doc.go, says why):
 //
 //	Sum        T(x_0, ..., x_{W-1}) with the add at every node
-//	Avg        Sum, then one division by W, rounded once
+//	Avg        Sum, then one division by W, rounded once (integers: the
+//	           wrapped sum divided by W, truncated toward zero, as NCCL's)
 //	PreMulSum  T over x_r * s_r, each product rounded once (s_r: rank r's scalar)
 //	Max, Min   T with max or min at every node: -0 < +0, and a NaN operand
 //	           gives the canonical NaN
 //
-// Every NaN result is the canonical NaN of its type. Sum, Max and Min take
-// every element type, the integers too (a wrapping sum); Avg and PreMulSum
+// Every NaN result is the canonical NaN of its type. Sum, Avg, Max and Min
+// take every element type, the integers too (a wrapping sum); PreMulSum
 // the floating types.
 type RedOp uint8
 
@@ -58,9 +59,9 @@ func (o RedOp) Valid() bool { return o < numRedOps }
 // Supports reports whether o is defined on dt.
 func (o RedOp) Supports(dt DType) bool {
 	switch o {
-	case Sum, Max, Min:
+	case Sum, Avg, Max, Min:
 		return dt.Reducible() || dt.Integer()
-	case Avg, PreMulSum:
+	case PreMulSum:
 		return dt.Reducible()
 	}
 	return false
@@ -210,8 +211,9 @@ func combineInts[T integer](node RedOp, dst, a, b []T) {
 	}
 }
 
-// Average divides every element of b, of floating type dt, by w in place,
-// each quotient rounded once to dt (Avg's last step). The quotient of two
+// Average divides every element of b, of type dt, by w in place (Avg's
+// last step): a float's quotient rounded once to dt, an integer's
+// truncated toward zero. The quotient of two
 // values of p bits, computed in a type of at least 2p+2 bits and rounded
 // to p bits, is the correctly rounded one (double rounding is innocuous
 // there): bfloat16 and float16 divide in float32, float32 in float64.
@@ -239,8 +241,32 @@ func Average(dt DType, b []byte, w int) {
 			s[i] = v / d
 		}
 		canonFloat64s(s)
+	case Int8Type:
+		divInts(view[int8](b), int8(w))
+	case Uint8Type:
+		divInts(b, uint8(w))
+	case Int16Type:
+		divInts(view[int16](b), int16(w))
+	case Uint16Type:
+		divInts(view[uint16](b), uint16(w))
+	case Int32Type:
+		divInts(view[int32](b), int32(w))
+	case Uint32Type:
+		divInts(view[uint32](b), uint32(w))
+	case Int64Type:
+		divInts(view[int64](b), int64(w))
+	case Uint64Type:
+		divInts(view[uint64](b), uint64(w))
 	default:
 		panic("num: Average of " + dt.String())
+	}
+}
+
+// divInts divides every element of s by w (> 0, so no quotient
+// overflows), truncating toward zero.
+func divInts[T integer](s []T, w T) {
+	for i, v := range s {
+		s[i] = v / w
 	}
 }
 

@@ -287,7 +287,7 @@ func TestPreMultiply(t *testing.T) {
 func TestRedOpSupports(t *testing.T) {
 	for _, o := range RedOps() {
 		for dt := BFloat16Type; dt < numDTypes; dt++ {
-			want := dt.Reducible() || (dt.Integer() && (o == Sum || o == Max || o == Min))
+			want := dt.Reducible() || (dt.Integer() && o != PreMulSum)
 			if o.Supports(dt) != want {
 				t.Errorf("%v.Supports(%v) = %v", o, dt, !want)
 			}
@@ -298,5 +298,43 @@ func TestRedOpSupports(t *testing.T) {
 	}
 	if RedOp(99).Supports(Float32Type) || RedOp(99).Valid() {
 		t.Error("an unknown operator is supported")
+	}
+}
+
+// TestAverageIntegers: the wrapped sum divided by W, truncated toward
+// zero, in every integer type, against int64 and uint64 division.
+func TestAverageIntegers(t *testing.T) {
+	rng := testseed.Rand(t)
+	for _, dt := range []DType{Int8Type, Uint8Type, Int16Type, Uint16Type, Int32Type, Uint32Type, Int64Type, Uint64Type} {
+		size := dt.Size()
+		signed := dt == Int8Type || dt == Int16Type || dt == Int32Type || dt == Int64Type
+		const n = 1024
+		b := AlignedBytes(n * size)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		orig := append([]byte(nil), b...)
+		for w := 1; w <= 8; w++ {
+			copy(b, orig)
+			Average(dt, b, w)
+			for i := range n {
+				var x, got uint64
+				for k := range size {
+					x |= uint64(orig[i*size+k]) << (8 * k)
+					got |= uint64(b[i*size+k]) << (8 * k)
+				}
+				shift := 64 - 8*size
+				want := x / uint64(w)
+				if signed {
+					want = uint64((int64(x<<shift) >> shift) / int64(w))
+				}
+				if size < 8 {
+					want &= 1<<(8*size) - 1
+				}
+				if got != want {
+					t.Fatalf("%v %#x / %d = %#x, want %#x", dt, x, w, got, want)
+				}
+			}
+		}
 	}
 }
