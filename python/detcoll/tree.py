@@ -31,3 +31,46 @@ def shape(world):
 
 # The canonical NaN's bits per element type, as detcoll writes them.
 CANONICAL_NAN = {"bfloat16": 0x7FFF, "float16": 0x7FFF, "float32": 0x7FFFFFFF, "float64": 0x7FFFFFFFFFFFFFFF}
+
+
+# The operators besides the sum (detcoll's contract, "Reductions"), on the
+# bits of one element, for checks that read results as integers.
+
+WIDTH = {"bfloat16": 16, "float16": 16, "float32": 32, "float64": 64}
+# The bits of +Inf: a magnitude above it is a NaN.
+INF = {"bfloat16": 0x7F80, "float16": 0x7C00, "float32": 0x7F800000, "float64": 0x7FF0000000000000}
+
+
+def is_nan(bits, dtype):
+    """Whether bits, an element of the float type dtype, is a NaN."""
+    magnitude = bits & ((1 << (WIDTH[dtype] - 1)) - 1)
+    return magnitude > INF[dtype]
+
+
+def order_key(bits, dtype):
+    """An integer that orders the elements of dtype that are not NaNs as
+    their values, -0 below +0: a negative value's bits flipped, a positive
+    one's sign bit set."""
+    width = WIDTH[dtype]
+    sign = 1 << (width - 1)
+    if bits & sign:
+        return ~bits & ((1 << width) - 1)
+    return bits | sign
+
+
+def extremum(a, b, dtype, largest):
+    """Max (largest) or Min of two elements' bits, as detcoll's nodes take
+    it: the canonical NaN if either is a NaN, else the larger (smaller) in
+    order_key's order. Order-free: T's shape cannot show in the result.
+
+    Avg and PreMulSum need rounding, which torch does: for bfloat16 and
+    float16, (s.float() / W).to(dtype) and (x.float() * f.float()).to(dtype)
+    round once from a float32 that holds the exact product, or the
+    correctly rounded quotient, as detcoll does; float32 goes through
+    float64 the same way."""
+    if is_nan(a, dtype) or is_nan(b, dtype):
+        return CANONICAL_NAN[dtype]
+    ka, kb = order_key(a, dtype), order_key(b, dtype)
+    if ka == kb:
+        return a
+    return a if (ka > kb) == largest else b

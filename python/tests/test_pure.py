@@ -1,6 +1,7 @@
 """The parts of the detcoll package that need neither torch nor a GPU."""
 
 import os
+import struct
 import sys
 import tempfile
 import unittest
@@ -8,7 +9,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from detcoll import _lib  # noqa: E402
-from detcoll.tree import shape, split  # noqa: E402
+from detcoll.tree import extremum, order_key, shape, split, tree  # noqa: E402
 
 
 class TreeTest(unittest.TestCase):
@@ -26,6 +27,25 @@ class TreeTest(unittest.TestCase):
 
     def test_split(self):
         self.assertEqual([split(n) for n in range(2, 10)], [1, 2, 2, 4, 4, 4, 4, 8])
+
+    def test_max_min(self):
+        neg0, pos0, one, two, inf = 0x8000, 0x0000, 0x3F80, 0x4000, 0x7F80  # bfloat16 bits
+        nan = 0x7FC1  # a NaN with a payload
+        for a, b, mx, mn in [(neg0, pos0, pos0, neg0), (pos0, neg0, pos0, neg0), (one, two, two, one),
+                             (0xBF80, one, one, 0xBF80), (inf, two, inf, two), (nan, one, 0x7FFF, 0x7FFF),
+                             (one, nan, 0x7FFF, 0x7FFF)]:
+            self.assertEqual(extremum(a, b, "bfloat16", True), mx, (hex(a), hex(b)))
+            self.assertEqual(extremum(a, b, "bfloat16", False), mn, (hex(a), hex(b)))
+        # The key orders every non-NaN bfloat16 as its value.
+        values = [v for v in range(1 << 16) if (v & 0x7FFF) <= 0x7F80]
+        as_float = lambda v: struct.unpack("<f", struct.pack("<I", v << 16))[0]
+        by_key = sorted(values, key=lambda v: order_key(v, "bfloat16"))
+        self.assertEqual([as_float(v) for v in by_key], sorted(as_float(v) for v in by_key))
+        self.assertLess(order_key(0x8000, "bfloat16"), order_key(0, "bfloat16"))
+        # Order-free: any tree over the same leaves gives the same bits.
+        leaves = [0x3F80, 0x8000, 0x0000, 0xC000, 0x4040]
+        self.assertEqual(tree(leaves, lambda a, b: extremum(a, b, "bfloat16", True)), 0x4040)
+        self.assertEqual(tree(leaves[::-1], lambda a, b: extremum(a, b, "bfloat16", False)), 0xC000)
 
 
 class LibraryTest(unittest.TestCase):
