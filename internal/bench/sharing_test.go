@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,4 +69,29 @@ func stampedRevision() string {
 		}
 	}
 	return "\x00"
+}
+
+// TestMPSRunning: MPS counts as running where its control socket is, in
+// CUDA_MPS_PIPE_DIRECTORY; a plain file of that name, or none, does not.
+func TestMPSRunning(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("CUDA_MPS_PIPE_DIRECTORY", dir)
+	if mpsRunning() {
+		t.Fatal("MPS running in an empty pipe directory")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "control"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if mpsRunning() {
+		t.Fatal("MPS running with a plain file for its control socket")
+	}
+	os.Remove(filepath.Join(dir, "control"))
+	l, err := net.Listen("unix", filepath.Join(dir, "control"))
+	if err != nil {
+		t.Skipf("no unix socket here: %v", err)
+	}
+	defer l.Close()
+	if !mpsRunning() {
+		t.Fatal("MPS not running beside its control socket")
+	}
 }
