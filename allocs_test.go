@@ -32,6 +32,9 @@ func TestCallsDoNotAllocate(t *testing.T) {
 		{"Broadcast", 0, func() error { return detcoll.Broadcast(c, in, 0) }},
 		{"Barrier", 0, c.Barrier},
 		{"AllGatherMany", 2, func() error { return detcoll.AllGatherMany(c, ins, outs) }},
+		{"AllReduce/max", 0, func() error { return detcoll.AllReduce(c, in, out, detcoll.Max) }},
+		{"AllReduce/avg", 0, func() error { return detcoll.AllReduce(c, in, out, detcoll.Avg) }},
+		{"AllReduce/premulsum", 0, func() error { return detcoll.AllReduce(c, in, out, detcoll.PreMulSum(0.5)) }},
 	} {
 		if err := tc.call(); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

@@ -62,10 +62,14 @@ type Comm struct {
 	stage   base.StagedCall // a Stage awaiting its AllReduceStaged
 	closed  bool
 	reducer tree.Reducer
-	scaled  []byte   // PreMulSum: this rank's inputs times its scalar (premultiplied); grown, never shrunk
-	srcs    [][]byte // scratch for peerSlices
-	cached  bool     // the current call's copies go through the cache (copyCached)
-	view    peers    // what the current wait watches: see wait
+	// PreMulSum (premultiplied): this rank's inputs times its scalar, in
+	// scaled (grown, never shrunk), and the request that reads them.
+	scaled    []byte
+	scaledIns [][]byte
+	scaledReq base.Request
+	srcs      [][]byte // scratch for peerSlices
+	cached    bool     // the current call's copies go through the cache (copyCached)
+	view      peers    // what the current wait watches: see wait
 }
 
 // Open maps every rank's segment. It is collective: every rank calls it with

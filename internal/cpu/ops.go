@@ -24,6 +24,7 @@ func (c *Comm) Do(req *base.Request) error {
 	sig := req.Signature()
 	if req.Red == num.PreMulSum {
 		req = c.premultiplied(req)
+		defer c.dropScaled()
 	}
 	if err := c.run(c.newCall(req.Op), req, sig, proto.Schedule(c.path(req), staged)); err != nil {
 		return err
@@ -41,27 +42,38 @@ func (c *Comm) Do(req *base.Request) error {
 // staged all-reduce's input is scaled in place in the staging, which is
 // still this rank's alone. The rest of the call is a sum.
 func (c *Comm) premultiplied(req *base.Request) *base.Request {
-	r := *req
-	if r.Op == base.OpAllReduceStaged {
-		in := c.segs[c.rank].payload[:len(r.Out[0])]
-		num.PreMultiply(r.DType, in, in, r.Scalar)
-		return &r
+	if req.Op == base.OpAllReduceStaged {
+		in := c.segs[c.rank].payload[:len(req.Out[0])]
+		num.PreMultiply(req.DType, in, in, req.Scalar)
+		return req
 	}
 	total := 0
-	for _, in := range r.In {
+	for _, in := range req.In {
 		total += len(in)
 	}
 	if len(c.scaled) < total {
 		c.scaled = num.AlignedBytes(total)
 	}
-	r.In = make([][]byte, len(req.In))
+	// The request and its input list are c's, reused: a call allocates
+	// nothing in the steady state.
+	c.scaledReq = *req
+	c.scaledIns = c.scaledIns[:0]
 	off := 0
-	for k, in := range req.In {
-		r.In[k] = c.scaled[off : off+len(in) : off+len(in)]
-		num.PreMultiply(r.DType, r.In[k], in, r.Scalar)
+	for _, in := range req.In {
+		s := c.scaled[off : off+len(in) : off+len(in)]
+		num.PreMultiply(req.DType, s, in, req.Scalar)
+		c.scaledIns = append(c.scaledIns, s)
 		off += len(in) // element sizes divide every length: the views stay aligned
 	}
-	return &r
+	c.scaledReq.In = c.scaledIns
+	return &c.scaledReq
+}
+
+// dropScaled forgets the caller's buffers that premultiplied's request
+// holds, so that the communicator does not keep them alive.
+func (c *Comm) dropScaled() {
+	c.scaledReq = base.Request{}
+	clear(c.scaledIns)
 }
 
 // Stage reserves this rank's staging memory for a staged all-reduce of n
