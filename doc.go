@@ -19,6 +19,9 @@
 // nest: W=k ranks that each hold the tree of their contiguous block of 8
 // leaves produce the W=8 result bit for bit (tensor-parallel invariance).
 //
+// The requirement behind this, section by section (the "contract section
+// N" of the code's comments), is docs/contract.md.
+//
 // # Reductions
 //
 // A reduction sums unless given another operator (RedOp); every rank of a
