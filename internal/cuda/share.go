@@ -24,21 +24,22 @@ import (
 // and warns (its logger) when the communicators this process holds on a
 // GPU may together put more kernels there than fit.
 //
-// Within a launch no block waits for another (collective.cu): blocks that
-// run finish whatever order the GPU starts them in, so a kernel needs
-// only one of its blocks resident to make progress; the cap is what keeps
-// all of them resident, which the staging and push paths' publishes (by
-// a launch's last block) need for speed.
+// Within a launch no block waits for another (collective.cu): an LL
+// launch's blocks finish whatever order the GPU starts them in, so it
+// needs only one of its blocks resident to make progress. The staging and
+// push paths publish from a launch's last block, so a peer that waits for
+// such a word needs every block of that launch to run: the cap keeps them
+// all resident beside the blocks that wait.
 
 // defaultMaxBlocks is the blocks of a launch that may wait at world
 // ranks: 48 up to 2 ranks, 32 from 3. Every kernel keeps at least 2 blocks
 // of 512 threads on each multiprocessor (collective.cu's launch bounds);
 // those of W <= 2 keep 4 (they need fewer registers). So on an H200 (132
 // multiprocessors) the launches of 8 ranks or communicators fit at once
-// with room to spare for other kernels (a launch of 64 blocks at W=4,
-// exactly 4 x 64 of the 264 places, timed out in run 4; room matters,
-// since a multiprocessor that runs another kernel's block may have no
-// place left for one of ours). Measured under MPS at W=2 (results/gpu/
+// with room to spare for other kernels. Room matters: launches of 64
+// blocks at W=4 timed out in run 4's conformance sweep though fit allowed
+// them (the occupancy was not logged), and a multiprocessor that runs
+// another kernel's block may have no place left for one of ours. Measured under MPS at W=2 (results/gpu/
 // share-2026-12-02, run 2): against launches of half the GPU, 64 blocks
 // kept the all-reduce's time (256 MiB: 683 us, 684 before), 48 cost 5%
 // there and 14% at 1 MiB, 32 cost 18% and 30%. Between GPUs NVLink (390
