@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,12 +67,6 @@ func aotCubin(arch string, world, llMax int) ([]byte, bool) {
 		return nil, false
 	}
 	return bin, true
-}
-
-// aotFiles lists the files of aot/ holding kernels.
-func aotFiles() ([]string, error) {
-	names, err := fs.Glob(aotDir, "aot/*.gz")
-	return names, err
 }
 
 // BuildAheadOfTime compiles the kernels for every arch and world with

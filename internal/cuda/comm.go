@@ -104,14 +104,14 @@ func Open(ctx context.Context, cfg Config) (*Comm, error) {
 	c := &Comm{
 		rank: cfg.Rank, world: cfg.World, device: cfg.Device, capacity: cfg.Capacity,
 		timeout: cfg.Timeout, rdv: cfg.Rendezvous, log: cfg.Logger, args: new(kernelArgs),
-		plan: planner{rank: cfg.Rank, world: cfg.World, llMax: defaultLLMax(cfg.World), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks(cfg.World)},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	if err := c.plan.fromEnv(); err != nil {
+	var err error
+	if c.plan, err = newPlanner(cfg.Rank, cfg.World); err != nil {
 		driver.Unload()
-		return nil, base.Invalidf("%v", err)
+		return nil, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -340,6 +340,16 @@ const (
 	// nothing.
 	envShareDevices = "DETCOLL_CUDA_SHARE_DEVICES"
 )
+
+// newPlanner is the planner of rank of world with the defaults and the
+// environment's knobs: Open's, and CallTraffic's.
+func newPlanner(rank, world int) (planner, error) {
+	p := planner{rank: rank, world: world, llMax: defaultLLMax(world), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks(world)}
+	if err := p.fromEnv(); err != nil {
+		return p, base.Invalidf("%v", err)
+	}
+	return p, nil
+}
 
 func (p *planner) fromEnv() error {
 	var err error

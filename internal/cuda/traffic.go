@@ -23,9 +23,9 @@ type Traffic struct {
 // default thresholds and the DETCOLL_CUDA_* knobs of the environment, as
 // Open plans it: what detcoll bench reports per row.
 func CallTraffic(req *base.DeviceRequest, rank, world int) (Traffic, error) {
-	p := planner{rank: rank, world: world, llMax: defaultLLMax(world), llWindow: defaultLLWindow, block: block, maxBlocks: defaultMaxBlocks(world)}
-	if err := p.fromEnv(); err != nil {
-		return Traffic{}, base.Invalidf("%v", err)
+	p, err := newPlanner(rank, world)
+	if err != nil {
+		return Traffic{}, err
 	}
 	return p.traffic(req), nil
 }

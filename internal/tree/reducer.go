@@ -40,9 +40,6 @@ func (r *Reducer) Reduce(dt num.DType, node num.RedOp, dst []byte, srcs [][]byte
 		panic("tree: Reduce of " + dt.String() + " by " + node.String())
 	}
 	add := func(dst, a, b []byte) { num.Combine(dt, node, dst, a, b) }
-	if node == num.Sum && dt.Reducible() {
-		add = adder(dt) // the slice kernels, without Combine's dispatch per node
-	}
 	n := len(dst)
 	if len(srcs) == 0 {
 		panic("tree: Reduce of no sources")
@@ -91,36 +88,4 @@ func (r *Reducer) eval(add func(dst, a, b []byte), srcs [][]byte, lo, hi, slot, 
 	out := r.scratch[slot*chunkBytes : slot*chunkBytes+end-off]
 	add(out, a, b)
 	return out
-}
-
-// adder returns the byte-level node add for dt; it panics if dt is not
-// reducible.
-func adder(dt num.DType) func(dst, a, b []byte) {
-	switch dt {
-	case num.BFloat16Type:
-		return addBFloat16
-	case num.Float16Type:
-		return addFloat16
-	case num.Float32Type:
-		return addFloat32
-	case num.Float64Type:
-		return addFloat64
-	}
-	panic("tree: Reduce of non-reducible dtype " + dt.String())
-}
-
-func addBFloat16(dst, a, b []byte) {
-	num.AddBFloat16s(num.AsBFloat16s(dst), num.AsBFloat16s(a), num.AsBFloat16s(b))
-}
-
-func addFloat16(dst, a, b []byte) {
-	num.AddFloat16s(num.AsFloat16s(dst), num.AsFloat16s(a), num.AsFloat16s(b))
-}
-
-func addFloat32(dst, a, b []byte) {
-	num.AddFloat32s(num.AsFloat32s(dst), num.AsFloat32s(a), num.AsFloat32s(b))
-}
-
-func addFloat64(dst, a, b []byte) {
-	num.AddFloat64s(num.AsFloat64s(dst), num.AsFloat64s(a), num.AsFloat64s(b))
 }
