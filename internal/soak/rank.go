@@ -30,12 +30,20 @@ type Survivor struct {
 	PeerLost  bool `json:"peer_lost"`
 	NamedRank int  `json:"named_rank"`
 	// TimeToErrorMS is from the kill (the killed rank's clock, just
-	// before its SIGKILL) to the error on this rank; -1 if unknown.
+	// before its SIGKILL), or from this rank's entry into Open if that
+	// came later, to the error on this rank; -1 if unknown. The bound is
+	// on how long a rank that waits for a dead peer goes on waiting: a
+	// rank that the machine started late (seen in CI: 1.6 s after its
+	// peer died, with the tests of other packages running) did not wait
+	// while it was not yet there.
 	TimeToErrorMS float64 `json:"time_to_error_ms"`
-	CloseError    string  `json:"close_error"`
-	CloseMS       float64 `json:"close_ms"` // Close's duration
-	OK            bool    `json:"ok"`
-	Why           string  `json:"why,omitempty"` // why not OK
+	// EnteredOpenAfterKillMS is how long after the kill this rank began
+	// Open; 0 if it began before.
+	EnteredOpenAfterKillMS float64 `json:"entered_open_after_kill_ms,omitempty"`
+	CloseError             string  `json:"close_error"`
+	CloseMS                float64 `json:"close_ms"` // Close's duration
+	OK                     bool    `json:"ok"`
+	Why                    string  `json:"why,omitempty"` // why not OK
 }
 
 // KillRecord is what the killed rank writes just before its SIGKILL.
@@ -123,6 +131,7 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		time.AfterFunc(kill.After, killNow)
 	}
 	var err error
+	res.openAt = time.Now()
 	c, err = detcoll.Open(ctx, opts)
 	if err != nil {
 		res.err, res.errAt, res.phase, res.Error = err, time.Now(), PhaseOpen, err.Error()
@@ -243,7 +252,12 @@ func survive(dir string, k *Kill, res *RankResult) *Survivor {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if rec.At != 0 {
-		s.TimeToErrorMS = ms(res.errAt.Sub(time.Unix(0, rec.At)))
+		from := time.Unix(0, rec.At)
+		if !res.openAt.IsZero() && res.openAt.After(from) {
+			s.EnteredOpenAfterKillMS = ms(res.openAt.Sub(from))
+			from = res.openAt
+		}
+		s.TimeToErrorMS = ms(res.errAt.Sub(from))
 	}
 	switch {
 	case !s.PeerLost:

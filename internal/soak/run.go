@@ -43,7 +43,10 @@ type RankResult struct {
 
 	err   error     // the error behind Error
 	errAt time.Time // when it came back
-	phase string    // where: PhaseOpen, PhaseCall, PhaseClose
+	// openAt is when RunRank called Open (the clock of both the kill
+	// record and errAt, wall time, as the ranks are separate processes).
+	openAt time.Time
+	phase  string // where: PhaseOpen, PhaseCall, PhaseClose
 	// closeErr and closeMS are Close's outcome and duration (RunRank).
 	closeErr error
 	closeMS  float64

@@ -305,7 +305,11 @@ func Print(w io.Writer, s *Summary) {
 			k.Rank, k.During, orNone(k.Phase), slowest, k.BoundMS)
 		for _, r := range s.Ranks {
 			if sv := r.Survivor; sv != nil {
-				fmt.Fprintf(w, "  rank %d: %s in %s after %.2f ms; close %.1f ms\n", r.Rank, verdict(sv.OK), orNone(sv.Phase), sv.TimeToErrorMS, sv.CloseMS)
+				late := ""
+				if sv.EnteredOpenAfterKillMS > 0 {
+					late = fmt.Sprintf(" (it entered Open %.2f ms after the kill)", sv.EnteredOpenAfterKillMS)
+				}
+				fmt.Fprintf(w, "  rank %d: %s in %s after %.2f ms%s; close %.1f ms\n", r.Rank, verdict(sv.OK), orNone(sv.Phase), sv.TimeToErrorMS, late, sv.CloseMS)
 			}
 		}
 	}
