@@ -7,6 +7,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/proto"
 )
 
 // DeviceLocal is a host's communicator of device memory (the cuda
@@ -87,7 +88,7 @@ type dbuf struct {
 // events), so nothing queued still uses the old memory then.
 func (c *Comm) devBuf(i, n int) (uint64, error) {
 	b := &c.dscratch[i]
-	if b.n >= n {
+	if b.addr != 0 && b.n >= n {
 		return b.addr, nil
 	}
 	if b.addr != 0 {
@@ -195,33 +196,22 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	if err := c.meet(ctx, sig); err != nil {
 		return c.fail(err)
 	}
-	s, dt := req.Stream, req.DType
-	c.cur = s
+	c.cur = req.Stream
 	var err error
-	switch req.Op {
-	case base.OpAllReduce:
-		err = c.allReduceDevice(dt, req.In[0].Addr, req.Out[0], s)
-	case base.OpAllReduceStaged:
-		err = c.allReduceDevice(dt, c.stagedAt, req.Out[0], s)
-	case base.OpReduceScatter, base.OpReduceScatterMany:
-		for k := range req.In {
-			if err = c.reduceScatterDevice(dt, req.In[k], req.Out[k], s); err != nil {
-				break
-			}
+	for k := range req.Out {
+		in := req.Out[k] // broadcast's buffer
+		switch {
+		case req.Op == base.OpAllReduceStaged:
+			in = base.DeviceBuf{Addr: c.stagedAt, Len: req.Out[k].Len}
+		case k < len(req.In):
+			in = req.In[k]
 		}
-	case base.OpAllGather, base.OpAllGatherMany:
-		for k := range req.In {
-			if err = c.allGatherDevice(dt, req.In[k], req.Out[k], s); err != nil {
-				break
-			}
+		if err = c.runDevice(req, in, req.Out[k]); err != nil {
+			break
 		}
-	case base.OpBroadcast:
-		err = c.broadcastDevice(dt, req.Out[0], req.Root, s)
-	default:
-		err = fmt.Errorf("hier: %v is not a device collective", req.Op)
 	}
 	if err == nil {
-		err = c.dev.Fence(s)
+		err = c.dev.Fence(req.Stream)
 	}
 	if err != nil {
 		return c.fail(err)
@@ -229,295 +219,66 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	return nil
 }
 
-// The device scratch slots.
+// slotStage is the staging's scratch slot; the others are indexed by the
+// schedule's buffer (proto.HostBuf).
 const (
-	slotIn = iota // the padded input, or a reduce-scatter's reordered one
-	slotPart
-	slotAll // what the rail gathered
-	slotSum
-	slotOut // the padded output
-	slotStage
-	numSlots
+	slotStage = int(proto.NumHostBufs)
+	numSlots  = slotStage + 1
 )
 
-// allReduceDevice is allReduce on the GPU (see there), of the in's
-// out.Len bytes. With one rank per host the host's calls are copies, and
-// go: the rail gathers the input and T over the hosts writes the output.
-func (c *Comm) allReduceDevice(dt num.DType, in uint64, out base.DeviceBuf, s uintptr) error {
-	size := dt.Size()
-	n := out.Len / size
-	padded := (n + c.G - 1) / c.G * c.G
-	shard := padded / c.G * size
-	pin, pout := in, out.Addr
-	var err error
-	if padded != n {
-		if pin, err = c.devBuf(slotIn, padded*size); err != nil {
-			return err
-		}
-		if pout, err = c.devBuf(slotOut, padded*size); err != nil {
-			return err
-		}
-		if err := c.dev.Copy(pin, in, out.Len, s); err != nil {
-			return err
-		}
-		if err := c.dev.Zero(pin+uint64(out.Len), padded*size-out.Len, s); err != nil {
-			return err
-		}
-	}
-	if c.dex != nil {
-		return c.allReduceHalving(dt, pin, pout, out, padded*size, shard, s)
-	}
-	part, sum := pin, pout
-	if c.G > 1 {
-		if part, err = c.devBuf(slotPart, shard); err != nil {
-			return err
-		}
-		if sum, err = c.devBuf(slotSum, shard); err != nil {
-			return err
-		}
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: pin, Len: padded * size}}, Out: []base.DeviceBuf{{Addr: part, Len: shard}}}); err != nil {
-			return err
-		}
-	}
-	all, err := c.devBuf(slotAll, c.hosts*shard)
-	if err != nil {
-		return err
-	}
-	if err := c.drail.AllGatherDevice(part, all, shard, s); err != nil {
-		return err
-	}
-	if err := c.dev.TreeSum(dt, sum, c.hostArrays(all, shard, 0), shard/size, s); err != nil {
-		return err
-	}
-	if c.G > 1 {
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: sum, Len: shard}}, Out: []base.DeviceBuf{{Addr: pout, Len: padded * size}}}); err != nil {
-			return err
-		}
-	}
-	if padded != n {
-		return c.dev.Copy(out.Addr, pout, out.Len, s)
-	}
-	return nil
-}
-
-// allReduceHalving is allReduceDevice with the rail halving (railSum):
-// the host's reduce-scatter into scratch (with one rank per host, a copy
-// of the input into the output, which then holds the work), halving and
-// doubling back along the rail, the host's all-gather.
-func (c *Comm) allReduceHalving(dt num.DType, pin, pout uint64, out base.DeviceBuf, paddedBytes, shard int, s uintptr) error {
-	work := pout
-	if c.G == 1 {
-		if pin != pout {
-			if err := c.dev.Copy(pout, pin, shard, s); err != nil {
+// runDevice queues the schedule of one buffer pair of req on its stream:
+// in and out are the caller's (in, for a staged all-reduce, the staging).
+// With four or more hosts, a power of two, and a rail that is a
+// DeviceExchanger it halves; with two hosts an all-reduce moves the same
+// bytes either way, and the gathering schedule is the one that ran on a
+// GPU.
+func (c *Comm) runDevice(req *base.DeviceRequest, in, out base.DeviceBuf) error {
+	dt, st := req.DType, req.Stream
+	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, scheduleBytes(req.Op, in.Len, out.Len), req.Root, c.dex != nil))
+	sizes, used := proto.ScratchSizes(c.steps)
+	var at [proto.NumHostBufs]uint64
+	at[proto.BufIn], at[proto.BufOut] = in.Addr, out.Addr
+	for b := range at {
+		if at[b] == 0 && used[b] {
+			var err error
+			if at[b], err = c.devBuf(b, sizes[b]); err != nil {
 				return err
 			}
 		}
-	} else {
+	}
+	addr := func(r proto.Ref) uint64 { return at[r.Buf] + uint64(r.Off) }
+	dbuf := func(r proto.Ref) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr(r), Len: r.N}} }
+	for _, s := range c.steps {
 		var err error
-		if work, err = c.devBuf(slotPart, shard); err != nil {
-			return err
+		switch s.Action {
+		case proto.HostCopy:
+			if addr(s.Dst) != addr(s.Src) {
+				err = c.dev.Copy(addr(s.Dst), addr(s.Src), s.Dst.N, st)
+			}
+		case proto.HostZero:
+			err = c.dev.Zero(addr(s.Dst), s.Dst.N, st)
+		case proto.LocalReduceScatter:
+			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: st, In: dbuf(s.Src), Out: dbuf(s.Dst)})
+		case proto.LocalAllGather:
+			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: st, In: dbuf(s.Src), Out: dbuf(s.Dst)})
+		case proto.LocalBroadcast:
+			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpBroadcast, DType: dt, Root: s.Root, Stream: st, In: dbuf(s.Dst), Out: dbuf(s.Dst)})
+		case proto.RailGather:
+			err = c.drail.AllGatherDevice(addr(s.Src), addr(s.Dst), s.Src.N, st)
+		case proto.RailExchange:
+			err = c.dex.ExchangeDevice(s.Peer, addr(s.Src), s.Src.N, addr(s.Dst), s.Dst.N, st)
+		case proto.Tree:
+			c.dsrcs = c.dsrcs[:0]
+			for _, r := range s.Srcs {
+				c.dsrcs = append(c.dsrcs, addr(r))
+			}
+			err = c.dev.TreeSum(dt, addr(s.Dst), c.dsrcs, s.Dst.N/dt.Size(), st)
+		default:
+			panic("hier: unknown step " + s.String())
 		}
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: pin, Len: paddedBytes}}, Out: []base.DeviceBuf{{Addr: work, Len: shard}}}); err != nil {
-			return err
-		}
-	}
-	ranges, r, err := c.halveDevice(dt, work, shard, s)
-	if err != nil {
-		return err
-	}
-	size := dt.Size()
-	at := func(sp span) uint64 { return work + uint64(sp.lo*size) }
-	for k := len(ranges) - 1; k >= 0; k-- {
-		d := 1 << k
-		whole := ranges[k]
-		mid := whole.lo + (whole.hi-whole.lo)/2
-		other := span{mid, whole.hi}
-		if c.host&d != 0 {
-			other = span{whole.lo, mid}
-		}
-		if err := c.dex.ExchangeDevice(c.host^d, at(r), (r.hi-r.lo)*size, at(other), (other.hi-other.lo)*size, s); err != nil {
-			return err
-		}
-		r = whole
-	}
-	if c.G > 1 {
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: work, Len: shard}}, Out: []base.DeviceBuf{{Addr: pout, Len: paddedBytes}}}); err != nil {
-			return err
-		}
-	}
-	if pout != out.Addr {
-		return c.dev.Copy(out.Addr, pout, out.Len, s)
-	}
-	return nil
-}
-
-// halveDevice is halve on the GPU: at distance d = 1, 2, 4, ... this rank
-// keeps half of its range of the n bytes at buf (the lower half when its
-// host's bit d is 0), trades the other half with host host^d and adds,
-// the lower hosts' block on the left (T's subtrees).
-func (c *Comm) halveDevice(dt num.DType, buf uint64, n int, s uintptr) (ranges []span, r span, err error) {
-	size := dt.Size()
-	theirs, err := c.devBuf(slotAll, n)
-	if err != nil {
-		return nil, r, err
-	}
-	at := func(base uint64, sp span) uint64 { return base + uint64(sp.lo*size) }
-	r = span{0, n / size}
-	for d := 1; d < c.hosts; d *= 2 {
-		ranges = append(ranges, r)
-		mid := r.lo + (r.hi-r.lo)/2
-		lower := c.host&d == 0
-		keep, give := span{r.lo, mid}, span{mid, r.hi}
-		if !lower {
-			keep, give = give, keep
-		}
-		if err := c.dex.ExchangeDevice(c.host^d, at(buf, give), (give.hi-give.lo)*size, at(theirs, keep), (keep.hi-keep.lo)*size, s); err != nil {
-			return nil, r, err
-		}
-		left, right := at(buf, keep), at(theirs, keep)
-		if !lower {
-			left, right = right, left
-		}
-		if err := c.dev.TreeSum(dt, at(buf, keep), []uint64{left, right}, keep.hi-keep.lo, s); err != nil {
-			return nil, r, err
-		}
-		r = keep
-	}
-	return ranges, r, nil
-}
-
-// hostArrays returns the H addresses all + h*stride + off.
-func (c *Comm) hostArrays(all uint64, stride, off int) []uint64 {
-	c.dsrcs = c.dsrcs[:0]
-	for h := range c.hosts {
-		c.dsrcs = append(c.dsrcs, all+uint64(h*stride+off))
-	}
-	return c.dsrcs
-}
-
-// reduceScatterDevice is reduceScatter on the GPU, without halving: the
-// host's reduce-scatter of the input reordered so that local rank g's
-// share is block h*G+g of every host h, the rail's all-gather of those
-// partial sums, T over the hosts of this rank's block.
-func (c *Comm) reduceScatterDevice(dt num.DType, in, out base.DeviceBuf, s uintptr) error {
-	m := out.Len
-	if m == 0 {
-		return nil
-	}
-	if c.dex != nil {
-		return c.reduceScatterHalving(dt, in, out, s)
-	}
-	part := in.Addr // with one rank per host, the input is already in host order
-	if c.G > 1 {
-		perm, err := c.devBuf(slotIn, in.Len)
 		if err != nil {
 			return err
 		}
-		for g := range c.G {
-			for h := range c.hosts {
-				if err := c.dev.Copy(perm+uint64((g*c.hosts+h)*m), in.Addr+uint64((h*c.G+g)*m), m, s); err != nil {
-					return err
-				}
-			}
-		}
-		if part, err = c.devBuf(slotPart, c.hosts*m); err != nil {
-			return err
-		}
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: perm, Len: in.Len}}, Out: []base.DeviceBuf{{Addr: part, Len: c.hosts * m}}}); err != nil {
-			return err
-		}
 	}
-	all, err := c.devBuf(slotAll, c.hosts*c.hosts*m)
-	if err != nil {
-		return err
-	}
-	if err := c.drail.AllGatherDevice(part, all, c.hosts*m, s); err != nil {
-		return err
-	}
-	return c.dev.TreeSum(dt, out.Addr, c.hostArrays(all, c.hosts*m, c.host*m), m/dt.Size(), s)
-}
-
-// reduceScatterHalving is reduceScatter's halving on the GPU: the input
-// reordered so that, for each local rank g, host h's block lies where
-// halving leaves host h (bitrev(h)), the host's reduce-scatter, halving,
-// this host's block copied out.
-func (c *Comm) reduceScatterHalving(dt num.DType, in, out base.DeviceBuf, s uintptr) error {
-	m := out.Len
-	perm, err := c.devBuf(slotIn, in.Len)
-	if err != nil {
-		return err
-	}
-	for g := range c.G {
-		for h := range c.hosts {
-			if err := c.dev.Copy(perm+uint64((g*c.hosts+bitrev(h, c.hosts))*m), in.Addr+uint64((h*c.G+g)*m), m, s); err != nil {
-				return err
-			}
-		}
-	}
-	part := perm
-	if c.G > 1 {
-		if part, err = c.devBuf(slotPart, c.hosts*m); err != nil {
-			return err
-		}
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: s,
-			In: []base.DeviceBuf{{Addr: perm, Len: in.Len}}, Out: []base.DeviceBuf{{Addr: part, Len: c.hosts * m}}}); err != nil {
-			return err
-		}
-	}
-	_, r, err := c.halveDevice(dt, part, c.hosts*m, s)
-	if err != nil {
-		return err
-	}
-	size := dt.Size()
-	if want := bitrev(c.host, c.hosts); r.lo*size != want*m || r.hi*size != (want+1)*m {
-		panic(fmt.Sprintf("hier: halving ended at elements [%d, %d), not block %d", r.lo, r.hi, want))
-	}
-	return c.dev.Copy(out.Addr, part+uint64(r.lo*size), m, s)
-}
-
-// allGatherDevice: the host's all-gather, then the rail's, straight into
-// out.
-func (c *Comm) allGatherDevice(dt num.DType, in, out base.DeviceBuf, s uintptr) error {
-	mine := in.Addr
-	if c.G > 1 {
-		var err error
-		if mine, err = c.devBuf(slotIn, c.G*in.Len); err != nil {
-			return err
-		}
-		if err := c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: s,
-			In: []base.DeviceBuf{in}, Out: []base.DeviceBuf{{Addr: mine, Len: c.G * in.Len}}}); err != nil {
-			return err
-		}
-	}
-	return c.drail.AllGatherDevice(mine, out.Addr, c.G*in.Len, s)
-}
-
-// broadcastDevice: as broadcast, the root's rail gathers its buffer from
-// every host, then every host broadcasts from that local rank.
-func (c *Comm) broadcastDevice(dt num.DType, buf base.DeviceBuf, root int, s uintptr) error {
-	rootHost, rootLocal := root/c.G, root%c.G
-	if c.g == rootLocal {
-		all, err := c.devBuf(slotAll, c.hosts*buf.Len)
-		if err != nil {
-			return err
-		}
-		if err := c.drail.AllGatherDevice(buf.Addr, all, buf.Len, s); err != nil {
-			return err
-		}
-		if c.host != rootHost {
-			if err := c.dev.Copy(buf.Addr, all+uint64(rootHost*buf.Len), buf.Len, s); err != nil {
-				return err
-			}
-		}
-	}
-	if c.G == 1 {
-		return nil
-	}
-	return c.dev.Enqueue(&base.DeviceRequest{Op: base.OpBroadcast, DType: dt, Root: rootLocal, Stream: s,
-		In: []base.DeviceBuf{buf}, Out: []base.DeviceBuf{buf}})
+	return nil
 }

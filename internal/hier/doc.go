@@ -21,6 +21,15 @@
 // does not nest; New refuses it (ErrInvalid), rather than run a schedule
 // whose result would differ from a single host's.
 //
+// # One schedule, two executors
+//
+// The steps of each call (which buffer goes where, through the host's
+// communicator, along the rail, or into T over the hosts) are written once,
+// in internal/proto (HostSchedule, with script tests and a simulator that
+// checks every output against the flat tree as an expression). This
+// package executes them: over byte slices (run.go) or queued on the
+// call's stream over device addresses (device.go).
+//
 // # Bytes
 //
 // Per rank and all-reduce of n bytes: inside the host a reduce-scatter and
@@ -46,7 +55,7 @@
 // (device.go): the host's reduce-scatter, the rail's all-gather
 // (DeviceRail: NCCL's), T over the host sums by a kernel of the backend
 // (treesum.cu), the host's all-gather; with one rank per host the host's
-// calls are copies and are left out. With four or more hosts, a power of
+// calls are copies and are left out (on host memory too). With four or more hosts, a power of
 // two, and a rail that is a DeviceExchanger (NCCL's send and receive), it
 // halves as the host path does: 2(H-1)/H n/G per rank and all-reduce, the
 // optimum, and a reduce-scatter's (H-1)/H share. Otherwise it gathers:
@@ -67,6 +76,6 @@
 // learns of a local peer's failure only at its timeout: the host's
 // communicator does not signal one.
 //
-// It imports internal/base, internal/num, internal/proto (the signature
-// words) and internal/tree; the backends and the engines come in as interfaces.
+// It imports internal/base, internal/num, internal/proto (the schedule and
+// the signature words) and internal/tree; the backends and the engines come in as interfaces.
 package hier

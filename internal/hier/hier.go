@@ -81,19 +81,19 @@ type Comm struct {
 	stage   base.StagedCall
 	staging []byte // Stage's memory
 	reducer tree.Reducer
-	scratch [5][]byte // grown, reused: see buf
-	sigs    []byte    // meet's gathered signatures, grown, reused
-	srcs    [][]byte  // hostSums' sources, reused
-	ranges  []span    // halve's ranges, reused
+	scratch [proto.NumHostBufs][]byte // by buffer, grown, reused (run.go)
+	sigs    []byte                    // meet's gathered signatures, grown, reused
+	srcs    [][]byte                  // a Tree step's sources, reused
+	steps   []proto.HostStep          // the call's schedule, reused
 
 	// Device calls (device.go), when the host's communicator is one.
 	dev      DeviceLocal
 	drail    DeviceRail
 	dex      DeviceExchanger // the rail, when it halves: four or more hosts, a power of two
-	dscratch [numSlots]dbuf
-	dsrcs    []uint64 // hostArrays' addresses, reused
-	stagedAt uint64   // StageDevice's memory
-	cur      uintptr  // the stream of the device call in progress
+	dscratch [numSlots]dbuf  // by buffer (and the staging), grown, reused
+	dsrcs    []uint64        // a Tree step's addresses, reused
+	stagedAt uint64          // StageDevice's memory
+	cur      uintptr         // the stream of the device call in progress
 
 	failMu   sync.Mutex     // one fail at a time: see fail
 	watching sync.WaitGroup // the rail's watcher (New), waited for by Close
@@ -304,28 +304,20 @@ func (c *Comm) Do(req *base.Request) error {
 	}
 	var err error
 	switch req.Op {
-	case base.OpAllReduce:
-		err = c.allReduce(ctx, req.DType, req.In[0], req.Out[0])
-	case base.OpAllReduceStaged:
-		err = c.allReduce(ctx, req.DType, c.staging[:len(req.Out[0])], req.Out[0])
-	case base.OpReduceScatter, base.OpReduceScatterMany:
-		for k := range req.In {
-			if err = c.reduceScatter(ctx, req.DType, req.In[k], req.Out[k]); err != nil {
-				break
-			}
-		}
-	case base.OpAllGather, base.OpAllGatherMany:
-		for k := range req.In {
-			if err = c.allGather(ctx, req.DType, req.In[k], req.Out[k]); err != nil {
-				break
-			}
-		}
-	case base.OpBroadcast:
-		err = c.broadcast(ctx, req.DType, req.Out[0], req.Root)
 	case base.OpBarrier:
 		err = c.local.Do(&base.Request{Op: base.OpBarrier})
+	case base.OpAllReduceStaged:
+		err = c.runHost(ctx, req, c.staging[:len(req.Out[0])], req.Out[0])
 	default:
-		err = fmt.Errorf("hier: %v is not a collective", req.Op)
+		for k := range req.Out {
+			in := req.Out[k] // broadcast's buffer
+			if k < len(req.In) {
+				in = req.In[k]
+			}
+			if err = c.runHost(ctx, req, in, req.Out[k]); err != nil {
+				break
+			}
+		}
 	}
 	if err != nil {
 		return c.fail(err)
@@ -391,151 +383,6 @@ func (c *Comm) railGather(ctx context.Context, send, recv []byte) error {
 	return err
 }
 
-// buf returns scratch slot i with n bytes, 8-byte aligned.
-func (c *Comm) buf(i, n int) []byte {
-	if cap(c.scratch[i]) < n {
-		c.scratch[i] = num.AlignedBytes(n)
-	}
-	return c.scratch[i][:n]
-}
-
-// hostSums evaluates T over the H host sums gathered along the rail, each
-// of len(dst) bytes at stride within all.
-func (c *Comm) hostSums(dt num.DType, dst, all []byte, stride, off int) {
-	c.srcs = c.srcs[:0]
-	for h := range c.hosts {
-		c.srcs = append(c.srcs, all[h*stride+off:h*stride+off+len(dst)])
-	}
-	c.reducer.Reduce(dt, c.node, dst, c.srcs)
-}
-
-// allReduce: the host's reduce-scatter of the input padded to a multiple
-// of G elements, the rail's all-gather of this rank's shard, T over the
-// hosts, the host's all-gather.
-func (c *Comm) allReduce(ctx context.Context, dt num.DType, in, out []byte) error {
-	size := dt.Size()
-	n := len(in) / size
-	padded := (n + c.G - 1) / c.G * c.G
-	shard := padded / c.G * size
-	// Padding needs copies; without it the host's calls use the caller's
-	// buffers (in place too: the reduce-scatter has read in before the
-	// all-gather writes out).
-	pin, pout := in, out
-	if padded != n {
-		pin, pout = c.buf(0, padded*size), c.buf(4, padded*size)
-		copy(pin, in)
-		clear(pin[len(in):])
-	}
-	part := c.buf(1, shard)
-	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, Red: c.hostRed, Scalar: c.scalar, In: [][]byte{pin}, Out: [][]byte{part}}); err != nil {
-		return err
-	}
-	sum, err := c.railSum(ctx, dt, part)
-	if err != nil {
-		return err
-	}
-	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{sum}, Out: [][]byte{pout}}); err != nil {
-		return err
-	}
-	if padded != n {
-		copy(out, pout[:len(in)])
-	}
-	return nil
-}
-
-// railSum returns T over the rail's H host sums of part, element by
-// element. With a power of two of hosts and an Exchanger it halves: at
-// distance d = 1, 2, 4, ... each rank trades half of its range with the
-// host d away and keeps the sum of the two blocks of d hosts, the lower
-// block's on the left; those blocks are T's subtrees (it splits a power of
-// two of leaves in halves), so after log2(H) steps each rank holds T over
-// all hosts for its 1/H of the range, and the steps back, in reverse,
-// gather the rest. Each rank moves 2(H-1)/H of part, the bandwidth
-// optimum. Otherwise every rank gathers every host's part and evaluates T
-// itself: H-1 parts.
-func (c *Comm) railSum(ctx context.Context, dt num.DType, part []byte) ([]byte, error) {
-	if c.ex == nil {
-		all := c.buf(2, c.hosts*len(part))
-		if err := c.railGather(ctx, part, all); err != nil {
-			return nil, err
-		}
-		sum := c.buf(3, len(part))
-		c.hostSums(dt, sum, all, len(part), 0)
-		return sum, nil
-	}
-	sum := c.buf(3, len(part))
-	copy(sum, part)
-	ranges, r, err := c.halve(ctx, dt, sum)
-	if err != nil {
-		return nil, err
-	}
-	size := dt.Size()
-	for k := len(ranges) - 1; k >= 0; k-- {
-		d := 1 << k
-		whole := ranges[k]
-		mid := whole.lo + (whole.hi-whole.lo)/2
-		other := span{mid, whole.hi}
-		if c.host&d != 0 {
-			other = span{whole.lo, mid}
-		}
-		if err := c.exchange(ctx, c.host^d, sum[r.lo*size:r.hi*size], sum[other.lo*size:other.hi*size]); err != nil {
-			return nil, err
-		}
-		r = whole
-	}
-	return sum, nil
-}
-
-// span is a range of elements.
-type span struct{ lo, hi int }
-
-// halve sums buf along the rail by recursive halving (see railSum): at
-// distance d = 1, 2, 4, ... this rank keeps half of its range (the lower
-// half when its host's bit d is 0), trades the other half with host
-// host^d and adds, the lower hosts' block on the left. It returns the
-// range before each step and the one it ends with, which holds T over
-// every host: for 2^k hosts of equal blocks, block bitrev(host) of them.
-func (c *Comm) halve(ctx context.Context, dt num.DType, buf []byte) (ranges []span, r span, err error) {
-	size := dt.Size()
-	theirs := c.buf(2, len(buf))
-	r = span{0, len(buf) / size}
-	b := func(s span) []byte { return buf[s.lo*size : s.hi*size] }
-	ranges = c.ranges[:0]
-	for d := 1; d < c.hosts; d *= 2 {
-		ranges = append(ranges, r)
-		mid := r.lo + (r.hi-r.lo)/2
-		lower := c.host&d == 0
-		keep, give := span{r.lo, mid}, span{mid, r.hi}
-		if !lower {
-			keep, give = give, keep
-		}
-		in := theirs[keep.lo*size : keep.hi*size]
-		if err := c.exchange(ctx, c.host^d, b(give), in); err != nil {
-			return nil, r, err
-		}
-		left, right := b(keep), in
-		if !lower {
-			left, right = in, b(keep)
-		}
-		c.reducer.Reduce(dt, c.node, b(keep), [][]byte{left, right})
-		r = keep
-	}
-	c.ranges = ranges
-	return ranges, r, nil
-}
-
-// bitrev reverses the low k bits of x (2^k hosts).
-func bitrev(x, hosts int) int {
-	y := 0
-	for d := 1; d < hosts; d *= 2 {
-		y <<= 1
-		if x&d != 0 {
-			y |= 1
-		}
-	}
-	return y
-}
-
 // exchange is Exchanger.Exchange, its wait bounded as railGather's.
 func (c *Comm) exchange(ctx context.Context, peer int, send, recv []byte) error {
 	err := c.ex.Exchange(ctx, peer, send, recv)
@@ -544,79 +391,4 @@ func (c *Comm) exchange(ctx context.Context, peer int, send, recv []byte) error 
 			Phase: fmt.Sprintf("waiting for host %d (the rail of local rank %d)", peer, c.g)}
 	}
 	return err
-}
-
-// reduceScatter of W blocks of m: the host's reduce-scatter of the input
-// reordered so that local rank g's share is block h*G+g of every host h;
-// then along the rail either halving (a power of two of hosts and an
-// Exchanger: each rank ends with its own block, 2(H-1)/H of a share
-// moved) or an all-gather of those partial sums and T over the hosts of
-// this rank's block.
-func (c *Comm) reduceScatter(ctx context.Context, dt num.DType, in, out []byte) error {
-	m := len(out)
-	if m == 0 {
-		return nil // every rank's is empty: nothing to move
-	}
-	// Halving leaves host h the block at position bitrev(h) of its part:
-	// put block h there (bitrev is its own inverse).
-	halving := c.ex != nil
-	pos := func(h int) int { return h }
-	if halving {
-		pos = func(h int) int { return bitrev(h, c.hosts) }
-	}
-	perm := c.buf(0, len(in))
-	for g := range c.G {
-		for h := range c.hosts {
-			copy(perm[(g*c.hosts+pos(h))*m:], in[(h*c.G+g)*m:(h*c.G+g+1)*m])
-		}
-	}
-	part := c.buf(1, c.hosts*m)
-	if err := c.local.Do(&base.Request{Op: base.OpReduceScatter, DType: dt, Red: c.hostRed, Scalar: c.scalar, In: [][]byte{perm}, Out: [][]byte{part}}); err != nil {
-		return err
-	}
-	if halving {
-		_, r, err := c.halve(ctx, dt, part)
-		if err != nil {
-			return err
-		}
-		size := dt.Size()
-		if r.lo*size != pos(c.host)*m || r.hi*size != (pos(c.host)+1)*m {
-			panic(fmt.Sprintf("hier: halving ended at elements [%d, %d), not block %d", r.lo, r.hi, pos(c.host)))
-		}
-		copy(out, part[r.lo*size:r.hi*size])
-		return nil
-	}
-	all := c.buf(2, c.hosts*c.hosts*m)
-	if err := c.railGather(ctx, part, all); err != nil {
-		return err
-	}
-	sum := c.buf(3, m)
-	c.hostSums(dt, sum, all, c.hosts*m, c.host*m)
-	copy(out, sum)
-	return nil
-}
-
-// allGather: the host's all-gather, then the rail's, straight into out:
-// host-major numbering makes that the ranks' order.
-func (c *Comm) allGather(ctx context.Context, dt num.DType, in, out []byte) error {
-	mine := c.buf(0, c.G*len(in))
-	if err := c.local.Do(&base.Request{Op: base.OpAllGather, DType: dt, In: [][]byte{in}, Out: [][]byte{mine}}); err != nil {
-		return err
-	}
-	return c.railGather(ctx, mine, out)
-}
-
-// broadcast from root: the root's rail gathers its buffer from every host
-// (and keeps the root host's), then every host broadcasts from that local
-// rank.
-func (c *Comm) broadcast(ctx context.Context, dt num.DType, buf []byte, root int) error {
-	rootHost, rootLocal := root/c.G, root%c.G
-	if c.g == rootLocal && c.hosts > 1 {
-		all := c.buf(0, c.hosts*len(buf))
-		if err := c.railGather(ctx, buf, all); err != nil {
-			return err
-		}
-		copy(buf, all[rootHost*len(buf):])
-	}
-	return c.local.Do(&base.Request{Op: base.OpBroadcast, DType: dt, Root: rootLocal, In: [][]byte{buf}, Out: [][]byte{buf}})
 }

@@ -21,8 +21,15 @@
 // interleavings, with kills, deadlines and the rendezvous's notices
 // (datadriven; -rewrite regenerates, diffs get reviewed).
 //
+// It also holds the schedule of a call across hosts (hosts.go: HostSchedule,
+// a two-level schedule of the host's communicator and the rails, which
+// package hier executes over host or device memory), checked by
+// testdata/hosts.txt and by a simulator that evaluates every rank's steps
+// as expressions against the flat tree (hosts_sim_test.go).
+//
 // It owns: Word, Phase, Path, Action, Step, Schedule, View, Wait, Verdict,
-// Decide, Prevails, the status word and the signature words. It imports
+// Decide, Prevails, the status word, the signature words, and HostCall,
+// HostStep and HostSchedule. It imports
 // only internal/base (errors, signatures, failures) and internal/num; it
 // must never import os, net, time, sync, unsafe, "C", or a backend.
 package proto

@@ -32,6 +32,8 @@ func TestScripts(t *testing.T) {
 				return runStatus(t, d)
 			case "prevails":
 				return runPrevails(t, d)
+			case "hosts":
+				return runHosts(t, d)
 			}
 			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 			return ""
@@ -175,4 +177,43 @@ func (s scripted) Failure(p int) (base.Failure, bool) {
 		return base.Failure{}, false
 	}
 	return *s.failed[p], true
+}
+
+// hosts op=<Op> hosts=<H> host=<h> per-host=<G> local=<g> bytes=<n> size=<s> [root=<r>] [halving] [local-always]
+// prints the steps of one rank's call across hosts, then the scratch each
+// buffer needs.
+func runHosts(t *testing.T, d *datadriven.TestData) string {
+	var call HostCall
+	var op string
+	d.ScanArgs(t, "op", &op)
+	for o := base.OpInvalid; o.String() != fmt.Sprintf("op(%d)", uint32(o)); o++ {
+		if o.String() == op {
+			call.Op = o
+		}
+	}
+	if call.Op == base.OpInvalid {
+		t.Fatalf("%s: unknown op %q", d.Pos, op)
+	}
+	d.ScanArgs(t, "hosts", &call.Hosts)
+	d.ScanArgs(t, "host", &call.Host)
+	d.ScanArgs(t, "per-host", &call.PerHost)
+	d.ScanArgs(t, "local", &call.Local)
+	d.ScanArgs(t, "bytes", &call.Bytes)
+	d.ScanArgs(t, "size", &call.ElemSize)
+	d.MaybeScanArgs(t, "root", &call.Root)
+	call.Halving, call.LocalAlways = d.HasArg("halving"), d.HasArg("local-always")
+	steps := HostSchedule(nil, call)
+	var b strings.Builder
+	for _, s := range steps {
+		fmt.Fprintln(&b, s)
+	}
+	sizes, used := ScratchSizes(steps)
+	fmt.Fprint(&b, "scratch:")
+	for buf := BufPad; buf < NumHostBufs; buf++ {
+		if used[buf] {
+			fmt.Fprintf(&b, " %v=%d", buf, sizes[buf])
+		}
+	}
+	fmt.Fprintln(&b)
+	return b.String()
 }
