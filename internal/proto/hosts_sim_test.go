@@ -30,7 +30,7 @@ func TestHostSchedulesAreTheFlatTree(t *testing.T) {
 						for _, op := range []base.Op{base.OpAllReduce, base.OpReduceScatter, base.OpAllGather, base.OpBroadcast} {
 							roots := []int{0}
 							if op == base.OpBroadcast {
-								roots = []int{0, H*G - 1, H*G / 2}
+								roots = []int{0, H*G - 1, H * G / 2}
 							}
 							for _, root := range roots {
 								name := fmt.Sprintf("%v/%dx%d/halving=%v/local-always=%v/n=%d/root=%d", op, H, G, halving, local, n, root)
