@@ -9,6 +9,7 @@ import (
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/hier"
 	"github.com/detcoll/detcoll/internal/jobenv"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Defaults for zero Options fields.
@@ -114,7 +115,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.Secret == "" {
-		o.Secret = os.Getenv("DETCOLL_SECRET")
+		o.Secret = settings.Get(settings.Secret)
 	}
 	if o.Device == 0 || o.Device == -1 {
 		o.Device = localRank

@@ -30,17 +30,17 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/mpiref"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // EnvVirtualHosts names the variable that splits the ranks into hosts by
 // number rather than by machine.
-const EnvVirtualHosts = "DETCOLL_VIRTUAL_HOSTS"
+const EnvVirtualHosts = settings.VirtualHosts
 
 var world = sync.OnceValues(mpiref.Init)
 
@@ -79,7 +79,7 @@ func Options(o detcoll.Options) (detcoll.Options, error) {
 // consecutively.
 func hostSize(w *mpiref.World) (int, error) {
 	size := w.Size()
-	if v := os.Getenv(EnvVirtualHosts); v != "" {
+	if v := settings.Get(EnvVirtualHosts); v != "" {
 		h, err := strconv.Atoi(v)
 		if err != nil || h < 1 || size%h != 0 {
 			return 0, fmt.Errorf("mpi: %s=%q: want a divisor of the %d ranks", EnvVirtualHosts, v, size)

@@ -11,12 +11,13 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/jobenv"
+	"github.com/detcoll/detcoll/internal/settings"
 	"github.com/detcoll/detcoll/internal/store"
 )
 
 // EnvVirtualHosts names the variable that splits the ranks into hosts by
 // number rather than by machine (package mpi reads the same one).
-const EnvVirtualHosts = "DETCOLL_VIRTUAL_HOSTS"
+const EnvVirtualHosts = settings.VirtualHosts
 
 // Options returns o with Backend "cuda", Hosts and Interconnect set for a
 // communicator across hosts, and WorldSize, Rank, Addr, Secret and Device
@@ -49,7 +50,7 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 		}
 	}
 	if o.Secret == "" {
-		o.Secret = os.Getenv("DETCOLL_SECRET")
+		o.Secret = settings.Get(settings.Secret)
 	}
 	perHost, virtual, err := hostSize(o.WorldSize, localWorld, o.Hosts)
 	if err != nil {
@@ -109,7 +110,7 @@ const maxGatheredHosts = 256
 // Options.Hosts, else the launcher's local world size (1 when it gives
 // none: a rank per host).
 func hostSize(world, localWorld, hosts int) (perHost int, virtual bool, err error) {
-	if v := os.Getenv(EnvVirtualHosts); v != "" {
+	if v := settings.Get(EnvVirtualHosts); v != "" {
 		h, err := strconv.Atoi(v)
 		if err != nil || h < 1 || world%h != 0 {
 			return 0, false, base.Invalidf("nccl: %s=%q: want a divisor of the %d ranks", EnvVirtualHosts, v, world)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/nccl"
 	"github.com/detcoll/detcoll/internal/ncclshim"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // theShim is the library's state, made at the first call that needs it,
@@ -29,7 +30,7 @@ var theShim = sync.OnceValues(func() (*ncclshim.Shim, error) {
 	}
 	sh := ncclshim.New(realNCCL{}, ncclshim.DriverDevice{}, ncclshim.OpenDetcoll, s)
 	sh.Warn = warnOnce
-	if os.Getenv("DETCOLL_NCCL_DEBUG") == "1" {
+	if settings.Get(settings.NCCLDebug) == "1" {
 		sh.Debug = func(line string) { fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s\n", line) }
 	}
 	startProfile()
@@ -41,7 +42,7 @@ var theShim = sync.OnceValues(func() (*ncclshim.Shim, error) {
 var profile *os.File
 
 func startProfile() {
-	name := os.Getenv("DETCOLL_NCCL_CPUPROFILE")
+	name := settings.Get(settings.NCCLCPUProfile)
 	if name == "" {
 		return
 	}

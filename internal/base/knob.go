@@ -2,8 +2,9 @@ package base
 
 import (
 	"fmt"
-	"os"
 	"strconv"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // TuningKnob returns the byte count in environment variable name, or def
@@ -11,7 +12,7 @@ import (
 // measuring, not API. A value that is not an integer >= min, or not a
 // multiple of mult, is an error that names the variable.
 func TuningKnob(name string, def, min, mult int) (int, error) {
-	v := os.Getenv(name)
+	v := settings.Get(name)
 	if v == "" {
 		return def, nil
 	}

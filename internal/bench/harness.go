@@ -11,6 +11,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/num"
 	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Output is where a rank reports while it runs (rank 0: stderr and
@@ -98,7 +99,7 @@ func newMeta(cfg Config, world int, sides []Impl) report.Meta {
 func tuningEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DETCOLL_") && name != "DETCOLL_SECRET" {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DETCOLL_") && name != settings.Secret {
 			out = append(out, kv)
 		}
 	}

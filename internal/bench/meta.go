@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // CPUModel names this host's CPU for reports: the model from
@@ -41,7 +43,7 @@ func CPUModel() string {
 // module): a binary run from another project's folder must not name that
 // project's commit; else "unknown".
 func Commit() string {
-	if c := os.Getenv("DETCOLL_COMMIT"); c != "" {
+	if c := settings.Get(settings.Commit); c != "" {
 		return c
 	}
 	info, ok := debug.ReadBuildInfo()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/ranktest"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // The error story (doc.go, "Failure"): for each way a job can fail, every
@@ -151,7 +152,7 @@ func (sc storyCase) rank(r *Rank) error {
 		case "open-capacity":
 			opts.Capacity *= 2
 		case "open-refused":
-			os.Setenv("DETCOLL_SECRET", strings.Repeat("ab", 32))
+			os.Setenv(settings.Secret, strings.Repeat("ab", 32))
 		}
 	}
 	c, err := detcoll.Open(ctx, opts)

@@ -1,6 +1,10 @@
 package cpu
 
-import "github.com/detcoll/detcoll/internal/base"
+import (
+	"github.com/detcoll/detcoll/internal/base"
+
+	"github.com/detcoll/detcoll/internal/settings"
+)
 
 // Go's copy on amd64 switches to non-temporal stores (VMOVNTDQ, which
 // bypass the caches and go to memory) for any single copy of 1 MiB or
@@ -27,7 +31,7 @@ const defaultCachedMax = 16 << 20
 
 // envCachedMax overrides defaultCachedMax, for measuring it. It is a tuning
 // knob, not API, and changes only speed: it may differ between ranks.
-const envCachedMax = "DETCOLL_CPU_CACHED_COPY_MAX"
+const envCachedMax = settings.CPUCachedMax
 
 func cachedMaxFromEnv() (int, error) { return base.TuningKnob(envCachedMax, defaultCachedMax, 0, 1) }
 

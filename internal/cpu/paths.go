@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/detcoll/detcoll/internal/base"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // paths holds the size thresholds that choose between execution paths.
@@ -40,10 +41,10 @@ func defaultPaths(world int) paths {
 
 // envOneShotMax overrides the all-reduce threshold, for measuring it. It is
 // a tuning knob, not API.
-const envOneShotMax = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
+const envOneShotMax = settings.CPUOneShotMax
 
 // envStreamMin overrides streamMin, likewise.
-const envStreamMin = "DETCOLL_CPU_STREAM_MIN"
+const envStreamMin = settings.CPUStreamMin
 
 func (p *paths) fromEnv() error {
 	var err error

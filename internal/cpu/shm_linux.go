@@ -11,13 +11,15 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // shmDir returns where segments live: a tmpfs, /dev/shm, unless
 // DETCOLL_SHM_DIR names another directory (tests give each job its own, to
 // check that nothing is left behind).
 func shmDir() string {
-	if d := os.Getenv("DETCOLL_SHM_DIR"); d != "" {
+	if d := settings.Get(settings.SHMDir); d != "" {
 		return d
 	}
 	return "/dev/shm"

@@ -3,6 +3,7 @@ package cpu
 import (
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/proto"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Streamed calls: a large all-gather or broadcast whose peers copy each
@@ -44,7 +45,7 @@ const streamChunk = 1 << 20
 // envStreamChunk overrides streamChunk, for measuring it. It only trades
 // speed and may differ between ranks (peers wait for byte counts, not for
 // chunks).
-const envStreamChunk = "DETCOLL_CPU_STREAM_CHUNK"
+const envStreamChunk = settings.CPUStreamChunk
 
 func streamChunkFromEnv() (int, error) { return base.TuningKnob(envStreamChunk, streamChunk, 1, 1) }
 

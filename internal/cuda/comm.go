@@ -15,6 +15,7 @@ import (
 
 	"github.com/detcoll/detcoll/internal/base"
 	"github.com/detcoll/detcoll/internal/cuda/driver"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Config is what the public API passes to Open, with defaults applied.
@@ -161,7 +162,7 @@ func (c *Comm) setupDevice() error {
 	if err != nil {
 		return fmt.Errorf("%w: cuda: %w", base.ErrUnavailable, err)
 	}
-	if c.device >= n && n > 0 && os.Getenv(envShareDevices) == "1" {
+	if c.device >= n && n > 0 && settings.Get(envShareDevices) == "1" {
 		c.device %= n
 	}
 	if c.device < 0 || c.device >= n {
@@ -330,15 +331,15 @@ const defaultLLWindow = 8 * block
 // The variables that override the LL defaults for measuring (tuning
 // knobs, not API). Every rank must set the same values.
 const (
-	envLLMax    = "DETCOLL_CUDA_LL_MAX"
-	envLLWindow = "DETCOLL_CUDA_LL_WINDOW"
+	envLLMax    = settings.CUDALLMax
+	envLLWindow = settings.CUDALLWindow
 	// envMaxBlocks caps the blocks of a launch that may wait (share.go).
-	envMaxBlocks = "DETCOLL_CUDA_MAX_BLOCKS"
+	envMaxBlocks = settings.CUDAMaxBlocks
 	// envShareDevices=1 puts a rank whose device is past the visible ones
 	// on device mod their count: ranks then share GPUs, time-sliced, which
 	// checks correctness (detcoll verify -n 2 on one GPU) and measures
 	// nothing.
-	envShareDevices = "DETCOLL_CUDA_SHARE_DEVICES"
+	envShareDevices = settings.ShareDevices
 )
 
 // newPlanner is the planner of rank of world with the defaults and the

@@ -3,6 +3,8 @@ package jobenv
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // The variables FromEnv reads. Job.Environ writes the torchrun ones and
@@ -31,8 +33,8 @@ const (
 	envSlurmJobID     = "SLURM_JOB_ID"
 	envSlurmStepID    = "SLURM_STEP_ID"
 
-	envAddr   = "DETCOLL_ADDR"
-	envSecret = "DETCOLL_SECRET"
+	envAddr   = settings.Addr
+	envSecret = settings.Secret
 )
 
 // Job.Source values.

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // secretVar is the variable every detcoll rank reads its job secret from.
-const secretVar = "DETCOLL_SECRET"
+const secretVar = settings.Secret
 
 // Command returns an mpirun command that starts n ranks of program with
 // args on this host, each both an MPI rank and a detcoll rank: env (the

@@ -3,10 +3,10 @@ package nccl
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // ErrUnavailable is matched (errors.Is) by every error that means "no
@@ -15,7 +15,7 @@ var ErrUnavailable = errors.New("detcoll/nccl: NCCL unavailable")
 
 // EnvLib names the NCCL library Load opens (a path or a soname), instead
 // of its default search.
-const EnvLib = "DETCOLL_LIBNCCL"
+const EnvLib = settings.LibNCCL
 
 // UniqueIDBytes is the size of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES).
 const UniqueIDBytes = 128
@@ -28,7 +28,7 @@ type UniqueID [UniqueIDBytes]byte
 // release has the soname libnccl.so.2; the plain development link comes
 // last.
 func candidates() []string {
-	if v := os.Getenv(EnvLib); v != "" {
+	if v := settings.Get(EnvLib); v != "" {
 		return []string{v}
 	}
 	return []string{"libnccl.so.2", "libnccl.so"}
@@ -36,7 +36,7 @@ func candidates() []string {
 
 // envHint says how the candidates were chosen, or how to choose another.
 func envHint() string {
-	if os.Getenv(EnvLib) != "" {
+	if settings.Get(EnvLib) != "" {
 		return "from " + EnvLib
 	}
 	return "set " + EnvLib + " to its path"

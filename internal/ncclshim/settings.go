@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Mode says what happens to a reduction that detcoll cannot make
@@ -34,13 +36,13 @@ const (
 
 // The environment variables the shim reads, once, at its first call.
 const (
-	EnvMode     = "DETCOLL_NCCL_MODE"   // "delegate" or "strict"
-	EnvCapacity = "DETCOLL_CAPACITY"    // bytes per call per rank, with an optional KiB, MiB or GiB
-	EnvMemory   = "DETCOLL_NCCL_MEMORY" // device memory per served communicator, the same units
-	EnvSetup    = "DETCOLL_NCCL_SETUP"  // "lazy" or "init"
-	EnvTimeout  = "DETCOLL_TIMEOUT"     // a Go duration: the bound on every wait for peers
-	EnvReport   = "DETCOLL_NCCL_REPORT" // a file: the JSON record of what went where, written at exit
-	EnvRealNCCL = "DETCOLL_REAL_NCCL"   // the real libnccl.so.2 (read by the C boundary)
+	EnvMode     = settings.NCCLMode   // "delegate" or "strict"
+	EnvCapacity = settings.Capacity   // bytes per call per rank, with an optional KiB, MiB or GiB
+	EnvMemory   = settings.NCCLMemory // device memory per served communicator, the same units
+	EnvSetup    = settings.NCCLSetup  // "lazy" or "init"
+	EnvTimeout  = settings.Timeout    // a Go duration: the bound on every wait for peers
+	EnvReport   = settings.NCCLReport // a file: the JSON record of what went where, written at exit
+	EnvRealNCCL = settings.RealNCCL   // the real libnccl.so.2 (read by the C boundary)
 )
 
 // Defaults. A served communicator holds at most DefaultMemory of device

@@ -13,12 +13,13 @@ import (
 	"github.com/detcoll/detcoll/internal/coord"
 	"github.com/detcoll/detcoll/internal/jobenv"
 	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/settings"
 	"github.com/detcoll/detcoll/nccl"
 )
 
 // DirVar names the directory where ranks started by the soak itself
 // write their results; it also tells a rank that its parent is a soak.
-const DirVar = "DETCOLL_SOAK_DIR"
+const DirVar = settings.SoakDir
 
 // closeGrace is how long survivors of a kill get to report and close.
 const closeGrace = 10 * time.Second
@@ -78,7 +79,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 			return configErrorf("--kill-rank %d: want [0, %d)", k.Rank, world)
 		case k.During != PhaseOpen && k.During != PhaseCall && k.During != PhaseClose:
 			return configErrorf("--kill-during %q: want open, call or close", k.During)
-		case found && os.Getenv(DirVar) == "":
+		case found && settings.Get(DirVar) == "":
 			return configErrorf("fault injection needs the ranks that detcoll soak starts itself, not another launcher's")
 		}
 		cfg.Kill = &k
@@ -95,7 +96,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 		}
 		return parent(ctx, cfg, opts, stdout, stderr)
 	}
-	if dir := os.Getenv(DirVar); dir != "" {
+	if dir := settings.Get(DirVar); dir != "" {
 		cfg.Dir = dir
 		res := RunRank(ctx, job.Rank, job.World, opts, cfg, stderr)
 		if res.Survivor != nil && res.Survivor.OK && res.Failures == 0 {
@@ -126,7 +127,7 @@ func parent(ctx context.Context, cfg Config, opts detcoll.Options, stdout, stder
 		return err
 	}
 	defer os.RemoveAll(dir)
-	shmBase := os.Getenv("DETCOLL_SHM_DIR")
+	shmBase := settings.Get(settings.SHMDir)
 	if shmBase == "" {
 		shmBase = "/dev/shm"
 	}
@@ -139,7 +140,7 @@ func parent(ctx context.Context, cfg Config, opts detcoll.Options, stdout, stder
 		N:       cfg.N,
 		Program: exe,
 		Args:    cfg.Args,
-		Env:     append(os.Environ(), DirVar+"="+dir, "DETCOLL_SHM_DIR="+shm),
+		Env:     append(os.Environ(), DirVar+"="+dir, settings.SHMDir+"="+shm),
 		Stdout:  stderr, // the ranks' own words are logs; the summary is the parent's
 		Stderr:  stderr,
 		Grace:   2 * closeGrace,

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // A process that is stopped (SIGSTOP, a frozen machine) or whose host has
@@ -30,12 +32,12 @@ const pingEvery = 250 * time.Millisecond
 const defaultSilence = 5 * time.Second
 
 // EnvSilence names the variable that sets the silence limit.
-const EnvSilence = "DETCOLL_STORE_SILENCE"
+const EnvSilence = settings.StoreSilence
 
 // silenceLimit is the limit in force: the variable's, if it is a positive
 // duration of at least twice pingEvery, else defaultSilence.
 func silenceLimit() time.Duration {
-	if v := os.Getenv(EnvSilence); v != "" {
+	if v := settings.Get(EnvSilence); v != "" {
 		if d, err := time.ParseDuration(v); err == nil && d >= 2*pingEvery {
 			return d
 		}

@@ -6,9 +6,10 @@ package testseed
 
 import (
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Rand returns a generator seeded from DETCOLL_TEST_SEED, or from a fresh
@@ -16,7 +17,7 @@ import (
 func Rand(t testing.TB) *rand.Rand {
 	t.Helper()
 	seed := rand.Uint64()
-	if s := os.Getenv("DETCOLL_TEST_SEED"); s != "" {
+	if s := settings.Get(settings.TestSeed); s != "" {
 		var err error
 		if seed, err = strconv.ParseUint(s, 0, 64); err != nil {
 			t.Fatalf("DETCOLL_TEST_SEED=%q: %v", s, err)

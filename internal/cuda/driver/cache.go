@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // EnvCacheDir overrides the kernel cache directory.
-const EnvCacheDir = "DETCOLL_CACHE_DIR"
+const EnvCacheDir = settings.CacheDir
 
 // cacheMagic starts every cache entry; bump the version to orphan old ones.
 var cacheMagic = []byte("detcoll-cubin-v1\n")
@@ -19,7 +21,7 @@ var cacheMagic = []byte("detcoll-cubin-v1\n")
 // CacheDir returns the kernel cache directory: $DETCOLL_CACHE_DIR if set, else
 // detcoll/kernels under os.UserCacheDir. It does not create it.
 func CacheDir() (string, error) {
-	if d := os.Getenv(EnvCacheDir); d != "" {
+	if d := settings.Get(EnvCacheDir); d != "" {
 		return d, nil
 	}
 	d, err := os.UserCacheDir()

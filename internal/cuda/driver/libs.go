@@ -1,12 +1,12 @@
 package driver
 
-import "os"
+import "github.com/detcoll/detcoll/internal/settings"
 
 // Environment variables that override the library search. Each names one
 // file (a path or a soname for the dynamic loader); only it is tried.
 const (
-	EnvLibCUDA  = "DETCOLL_LIBCUDA"
-	EnvLibNVRTC = "DETCOLL_LIBNVRTC"
+	EnvLibCUDA  = settings.LibCUDA
+	EnvLibNVRTC = settings.LibNVRTC
 )
 
 // cudaCandidates returns the libcuda names Load tries, in order. libcuda is
@@ -14,7 +14,7 @@ const (
 // release; the unversioned libcuda.so is a development link, often to a stub
 // that fails cuInit, so it is not tried.
 func cudaCandidates() []string {
-	if v := os.Getenv(EnvLibCUDA); v != "" {
+	if v := settings.Get(EnvLibCUDA); v != "" {
 		return []string{v}
 	}
 	return []string{"libcuda.so.1"}
@@ -25,7 +25,7 @@ func cudaCandidates() []string {
 // CUDA 11.2 to 11.8 all use the soname libnvrtc.so.11.2. The plain
 // development link and the toolkit's default location come last.
 func nvrtcCandidates() []string {
-	if v := os.Getenv(EnvLibNVRTC); v != "" {
+	if v := settings.Get(EnvLibNVRTC); v != "" {
 		return []string{v}
 	}
 	return []string{

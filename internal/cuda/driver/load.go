@@ -10,10 +10,11 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // lib is the loading state shared by Load, Unload and Libraries.
@@ -122,7 +123,7 @@ func envHint(which C.int) string {
 	if which == C.DC_LIB_CUDA {
 		env = EnvLibCUDA
 	}
-	if os.Getenv(env) != "" {
+	if settings.Get(env) != "" {
 		return "from " + env
 	}
 	return "set " + env + " to its path"

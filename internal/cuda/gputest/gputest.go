@@ -11,14 +11,15 @@ package gputest
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/detcoll/detcoll/internal/settings"
 )
 
 // Env is the switch: "1" makes a missing GPU a failure.
-const Env = "DETCOLL_REQUIRE_GPU"
+const Env = settings.RequireGPU
 
 // Required reports whether the switch is on.
-func Required() bool { return os.Getenv(Env) == "1" }
+func Required() bool { return settings.Get(Env) == "1" }
 
 // T is the part of testing.TB that Missing uses.
 type T interface {
