@@ -1,6 +1,6 @@
 package detcoll
 
-import "github.com/detcoll/detcoll/internal/base"
+import "github.com/detcoll/detcoll/internal/core/base"
 
 // AllReduce reduces in over all ranks into out, element by element, with
 // the fixed tree: out[i] = T(in_0[i], ..., in_{W-1}[i]) on every rank, the

@@ -7,11 +7,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/cpu"
-	"github.com/detcoll/detcoll/internal/cuda"
-	"github.com/detcoll/detcoll/internal/hier"
-	"github.com/detcoll/detcoll/internal/store"
+	"github.com/detcoll/detcoll/internal/backend/cpu"
+	"github.com/detcoll/detcoll/internal/backend/cuda"
+	"github.com/detcoll/detcoll/internal/backend/hier"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // hostBackend is what a backend implements for host-memory calls.
@@ -120,7 +120,7 @@ func open(ctx context.Context, opts Options) (*Comm, error) {
 	switch {
 	case o.Hosts > 1:
 		// The host's own communicator rides on the interconnect's host
-		// channel; the hosts meet along its rails (internal/hier).
+		// channel; the hosts meet along its rails (internal/backend/hier).
 		c.user = newUserRendezvous(o.Interconnect.Host())
 		rdv = c.user
 	case o.Rendezvous != nil:

@@ -3,8 +3,8 @@ package detcoll
 import (
 	"math"
 
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/num"
 )
 
 // DevicePtr is a device address on the communicator's GPU (a CUdeviceptr,

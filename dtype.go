@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"unsafe"
 
-	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/core/num"
 )
 
 // BFloat16 is a bfloat16 value as its bits (the upper half of a float32).

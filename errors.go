@@ -1,6 +1,6 @@
 package detcoll
 
-import "github.com/detcoll/detcoll/internal/base"
+import "github.com/detcoll/detcoll/internal/core/base"
 
 // The errors every call may return. Test for them with errors.Is; read the
 // detail with errors.As into the types below. (They are defined in an

@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/ranktest"
+	"github.com/detcoll/detcoll/internal/testkit/ranktest"
 )
 
 // TestMain runs the ranks of TestBadInputKeepsPeersUsable, the root's one
-// multi-process test (internal/ranktest). The backends' tests are the
+// multi-process test (internal/testkit/ranktest). The backends' tests are the
 // conformance suite's, run in each backend's package.
 func TestMain(m *testing.M) {
 	ranktest.Main(map[string]ranktest.Role{"badinput": roleBadInput})

@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/hier"
-	"github.com/detcoll/detcoll/internal/jobenv"
-	"github.com/detcoll/detcoll/internal/settings"
+	"github.com/detcoll/detcoll/internal/backend/hier"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/settings"
+	"github.com/detcoll/detcoll/internal/job/jobenv"
 )
 
 // Defaults for zero Options fields.
@@ -158,7 +158,7 @@ func (o Options) validate() error {
 }
 
 // movesDeviceMemory reports whether ic can carry the cuda backend's rails
-// (internal/hier's DeviceRail).
+// (internal/backend/hier's DeviceRail).
 func movesDeviceMemory(ic Interconnect) bool {
 	_, ok := ic.(hier.DeviceRail)
 	return ok

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/num"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/num"
 )
 
 // RedOp is the operator of a reduction: Sum (what a reduction does when

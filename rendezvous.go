@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/store"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // storeRendezvous adapts the store's client to what backends need, turning

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/check"
-	"github.com/detcoll/detcoll/internal/ranktest"
+	"github.com/detcoll/detcoll/internal/testkit/check"
+	"github.com/detcoll/detcoll/internal/testkit/ranktest"
 )
 
 // badCall is one call that must be refused with ErrInvalid before any work.

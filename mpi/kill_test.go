@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/mpiref"
+	"github.com/detcoll/detcoll/internal/binding/mpiref"
 	"github.com/detcoll/detcoll/mpi"
 )
 

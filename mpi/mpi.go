@@ -22,7 +22,7 @@
 //
 // # Imports
 //
-// It imports the root package and internal/mpiref (the cgo). The library
+// It imports the root package and internal/binding/mpiref (the cgo). The library
 // never imports it: a program that wants several hosts does.
 package mpi
 
@@ -34,8 +34,8 @@ import (
 	"sync"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/mpiref"
-	"github.com/detcoll/detcoll/internal/settings"
+	"github.com/detcoll/detcoll/internal/binding/mpiref"
+	"github.com/detcoll/detcoll/internal/core/settings"
 )
 
 // EnvVirtualHosts names the variable that splits the ranks into hosts by
@@ -125,7 +125,7 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 
 // Exchange trades bytes with the rail's rank on host peer (with a power
 // of two of hosts, all-reduces then move the bandwidth-optimal share
-// between hosts: internal/hier).
+// between hosts: internal/backend/hier).
 func (ic *Interconnect) Exchange(ctx context.Context, peer int, send, recv []byte) error {
 	return ic.rail.Exchange(ctx, peer, send, recv)
 }

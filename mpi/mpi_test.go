@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/check"
-	"github.com/detcoll/detcoll/internal/mpiref"
+	"github.com/detcoll/detcoll/internal/binding/mpiref"
+	"github.com/detcoll/detcoll/internal/testkit/check"
 	"github.com/detcoll/detcoll/mpi"
 )
 

@@ -10,7 +10,7 @@
 //
 // NCCL moves bytes only (its all-gather; its reductions are never used), so
 // the sums are detcoll's tree over all ranks, bit for bit the results of one
-// host of as many ranks (internal/hier: the schedule and why).
+// host of as many ranks (internal/backend/hier: the schedule and why).
 //
 // # Hosts
 //
@@ -45,13 +45,13 @@
 // Calls across hosts cannot be captured into CUDA graphs (each meets the
 // other hosts on the host). With four or more hosts, a power of two, the
 // rail halves through NCCL's send and receive (the bandwidth-optimal
-// share); otherwise it gathers (internal/hier's doc has the bytes). Only
+// share); otherwise it gathers (internal/backend/hier's doc has the bytes). Only
 // two hosts, gathering, have run on a GPU.
 //
 // # Imports
 //
-// It imports the root package, internal/base, internal/jobenv,
-// internal/store, internal/cuda/driver and internal/nccl (the dlopen
+// It imports the root package, internal/core/base, internal/job/jobenv,
+// internal/job/store, internal/binding/driver and internal/binding/nccl (the dlopen
 // binding of NCCL). The library never imports it: a program that wants
 // the cuda backend across hosts does.
 package nccl

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/cuda/driver"
-	ncclapi "github.com/detcoll/detcoll/internal/nccl"
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	ncclapi "github.com/detcoll/detcoll/internal/binding/nccl"
+	"github.com/detcoll/detcoll/internal/core/base"
 )
 
 // Interconnect is a detcoll.Interconnect over NCCL: this rank's rail (its
@@ -337,7 +337,7 @@ func (ic *Interconnect) AllGatherDevice(send, recv uint64, n int, s uintptr) err
 // into recv:
 // NCCL's send and receive on the data communicator, in one group. With a
 // power of two of hosts, all-reduces and reduce-scatters then halve along
-// the rail (internal/hier), moving the bandwidth-optimal share.
+// the rail (internal/backend/hier), moving the bandwidth-optimal share.
 func (ic *Interconnect) ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, s uintptr) error {
 	if err := ic.usable(); err != nil {
 		return err

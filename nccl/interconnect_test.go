@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/store"
+	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // These tests run the Interconnect's failure logic and its view of the

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/base"
-	"github.com/detcoll/detcoll/internal/jobenv"
-	"github.com/detcoll/detcoll/internal/settings"
-	"github.com/detcoll/detcoll/internal/store"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/settings"
+	"github.com/detcoll/detcoll/internal/job/jobenv"
+	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // EnvVirtualHosts names the variable that splits the ranks into hosts by
@@ -102,7 +102,7 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	return o, nil
 }
 
-// maxGatheredHosts is internal/cuda's maxLeaves: the most hosts whose sums
+// maxGatheredHosts is internal/backend/cuda's maxLeaves: the most hosts whose sums
 // one kernel adds, when the rail gathers.
 const maxGatheredHosts = 256
 

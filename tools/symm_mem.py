@@ -5,7 +5,7 @@ A second reference for all_reduce on GPUs: torch.ops.symm_mem's one-shot and
 two-shot all-reduce on buffers from torch.distributed._symmetric_memory.empty,
 timed in the three modes of detcoll bench on the cuda backend (synchronised,
 pipelined, graph: the same definitions, call counts and statistics), written as
-a JSON report in detcoll bench's schema (internal/report) with reference
+a JSON report in detcoll bench's schema (internal/tools/report) with reference
 "symm_mem", for
 
     detcoll plot --before A.json --after B.json --extra symm.json --mode graph --output fig.png
@@ -61,7 +61,7 @@ import threading
 import time
 import warnings
 
-# The report's identity and the vocabulary of internal/report/report.go.
+# The report's identity and the vocabulary of internal/tools/report/report.go.
 KIND = "detcoll_bench"
 SCHEMA_VERSION = 1
 REFERENCE = "symm_mem"  # report.ReferenceSymmMem
@@ -75,7 +75,7 @@ ALL_MODES = [MODE_WALL_CLOCK, MODE_SYNCHRONISED, MODE_PIPELINED, MODE_GRAPH, MOD
 GPU_MODES = [MODE_SYNCHRONISED, MODE_PIPELINED, MODE_GRAPH]
 REFERENCES = ["none", "mpi", "nccl", "symm_mem"]
 
-# Element sizes of the report's dtypes (internal/num); the symm_mem kernels
+# Element sizes of the report's dtypes (internal/core/num); the symm_mem kernels
 # reduce bfloat16 and float32 only.
 DTYPE_SIZES = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 SYMM_DTYPES = ["bfloat16", "float32"]
@@ -87,7 +87,7 @@ DEFAULT_SIZES = "1KiB,8KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB,256MiB"
 DEFAULT_WARMUP = 20
 DEFAULT_ITERATIONS = 100
 
-# Calls per sample in the pipelined and graph modes, as internal/bench
+# Calls per sample in the pipelined and graph modes, as internal/tools/bench
 # (cudaside.go): 100 and 50, fewer for large sizes so that one sample moves at
 # most 1 GiB per rank, never fewer than 4.
 PIPELINED_CALLS = 100
@@ -108,7 +108,7 @@ ROW_FIELDS = [
     "detcoll_samples_us", "reference_samples_us",
 ]
 # Fields a row may leave out: detcoll's reader derives the spread and the
-# bus bandwidth from the samples (internal/report); detcoll_moves is what
+# bus bandwidth from the samples (internal/tools/report); detcoll_moves is what
 # detcoll's plan moves, which this script does not know.
 OPTIONAL_ROW_FIELDS = [
     "detcoll_p10_us", "detcoll_p90_us", "reference_p10_us", "reference_p90_us",
@@ -331,7 +331,7 @@ _RFC3339_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
 def validate(rep: dict) -> None:
-    """Raises ValueError for the first thing internal/report's Validate (and
+    """Raises ValueError for the first thing internal/tools/report's Validate (and
     Read's unknown-field check) would refuse."""
 
     def fail(msg):

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/bench"
-	"github.com/detcoll/detcoll/internal/mpiref"
-	"github.com/detcoll/detcoll/internal/num"
-	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/internal/binding/mpiref"
+	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/tools/bench"
+	"github.com/detcoll/detcoll/internal/tools/report"
 )
 
 const benchSynopsis = `[-n N] [--backend cpu|cuda] [--dtype T] [--op sum|avg|premulsum|max|min] [--operations LIST] [--size-bytes LIST]

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/internal/tools/report"
 )
 
 // TestBenchMPI runs detcoll bench against Open MPI: it starts its own 2

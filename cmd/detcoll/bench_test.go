@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/cuda/driver"
-	"github.com/detcoll/detcoll/internal/mpiref"
-	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/binding/mpiref"
+	"github.com/detcoll/detcoll/internal/tools/report"
 )
 
 // testMainVar makes the test binary act as the detcoll command, so that

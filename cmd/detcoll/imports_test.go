@@ -12,8 +12,8 @@ const module = "github.com/detcoll/detcoll"
 // library are the module's packages that the library (the root package)
 // may depend on: the backends and what they stand on.
 var library = []string{
-	"", "internal/base", "internal/cpu", "internal/cuda", "internal/cuda/driver", "internal/jobenv",
-	"internal/hier", "internal/num", "internal/proto", "internal/store", "internal/tree",
+	"", "internal/core/base", "internal/backend/cpu", "internal/backend/cuda", "internal/binding/driver", "internal/job/jobenv",
+	"internal/backend/hier", "internal/core/num", "internal/core/proto", "internal/core/settings", "internal/job/store", "internal/core/tree",
 }
 
 // tools are the packages of the command, its tools and the tests, never
@@ -21,14 +21,14 @@ var library = []string{
 // library to it.
 var tools = []string{
 	"cmd/detcoll", "cmd/libdetcoll-nccl", "tools/aot",
-	"internal/bench", "internal/coord", "internal/launch", "internal/mpiref", "internal/nccl",
-	"internal/ncclshim", "internal/plot", "internal/report", "internal/soak", "internal/verify",
-	"internal/version",
+	"internal/tools/bench", "internal/tools/coord", "internal/job/launch", "internal/binding/mpiref", "internal/binding/nccl",
+	"internal/shim/ncclshim", "internal/tools/plot", "internal/tools/report", "internal/tools/soak", "internal/tools/verify",
+	"internal/tools/version",
 	// Adapters a program imports to reach past one host.
 	"mpi", "nccl",
 	// The tests' and the GPU tools' helpers.
-	"internal/check", "internal/conformance", "internal/cuda/gputest", "internal/devmem",
-	"internal/ranktest", "internal/testseed",
+	"internal/testkit/check", "internal/testkit/conformance", "internal/testkit/gputest", "internal/tools/devmem",
+	"internal/testkit/ranktest", "internal/testkit/testseed",
 }
 
 // goList runs go list with args under CGO_ENABLED=cgo and returns the
@@ -81,4 +81,73 @@ func TestEveryPackageIsPlaced(t *testing.T) {
 			t.Errorf("%s is in neither list of imports_test.go: say in its doc whether the library may import it, and add it to one", p)
 		}
 	}
+}
+
+// layers are the module's folders in the order the README's layout gives
+// them: a package may import its own layer's packages and those of the
+// layers before it, never a later one's.
+var layers = []func(pkg string) bool{
+	prefix("internal/core/"),
+	prefix("internal/binding/"),
+	prefix("internal/job/"),
+	prefix("internal/backend/"),
+	func(p string) bool { return p == "" || p == "mpi" || p == "nccl" },
+	prefix("internal/shim/"),
+	prefix("internal/testkit/"),
+	prefix("internal/tools/"),
+	func(p string) bool { return strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "tools/") },
+}
+
+func prefix(s string) func(string) bool { return func(p string) bool { return strings.HasPrefix(p, s) } }
+
+func layerOf(pkg string) int {
+	for i, in := range layers {
+		if in(pkg) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestLayers holds every package's imports (tests' aside) to the layers,
+// with cgo on and off.
+func TestLayers(t *testing.T) {
+	for _, cgo := range []string{"0", "1"} {
+		for _, pkg := range goList(t, cgo, module+"/...") {
+			from := layerOf(pkg)
+			if from < 0 {
+				t.Errorf("CGO_ENABLED=%s: %q is in no layer: put it in one of the README's folders", cgo, pkg)
+				continue
+			}
+			path := module
+			if pkg != "" {
+				path += "/" + pkg
+			}
+			for _, imp := range goListImports(t, cgo, path) {
+				if to := layerOf(imp); to > from {
+					t.Errorf("CGO_ENABLED=%s: %q imports %q, of a later layer", cgo, pkg, imp)
+				}
+			}
+		}
+	}
+}
+
+// goListImports returns the module's packages that pkg imports directly.
+func goListImports(t *testing.T, cgo, pkg string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-f", `{{join .Imports "\n"}}`, pkg)
+	cmd.Env = append(cmd.Environ(), "CGO_ENABLED="+cgo)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(string(out)) {
+		if p == module {
+			pkgs = append(pkgs, "")
+		} else if rel, ok := strings.CutPrefix(p, module+"/"); ok {
+			pkgs = append(pkgs, rel)
+		}
+	}
+	return pkgs
 }

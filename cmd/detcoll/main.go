@@ -4,14 +4,14 @@
 //
 // Each command lives in a file of its own and registers in commands. A
 // command only parses its flags: it fills its package's Config
-// (internal/bench, internal/soak, internal/plot, internal/verify,
-// internal/launch) and calls that package's Run. Results go to stdout,
+// (internal/tools/bench, internal/tools/soak, internal/tools/plot, internal/tools/verify,
+// internal/job/launch) and calls that package's Run. Results go to stdout,
 // progress and errors to stderr. The exit status is 0 on success, 1 on
 // failure and 2 for bad usage.
 //
-// It imports the tools' packages (the ones above, internal/report,
-// internal/version, and internal/mpiref, whose Built says whether bench's
-// default reference is Open MPI) and of the library only internal/num, for
+// It imports the tools' packages (the ones above, internal/tools/report,
+// internal/tools/version, and internal/binding/mpiref, whose Built says whether bench's
+// default reference is Open MPI) and of the library only internal/core/num, for
 // element types by name; it must never reach a backend, the driver or the store itself,
 // only through a tool's Run. imports_test.go holds the library to importing
 // none of the tools.
@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/job/launch"
 )
 
 // command is one subcommand. run gets the arguments after the command's name

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/job/launch"
 )
 
 func TestRunCommandLine(t *testing.T) {

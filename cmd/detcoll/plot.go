@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/detcoll/detcoll/internal/plot"
+	"github.com/detcoll/detcoll/internal/tools/plot"
 )
 
 const plotSynopsis = `[--operation OP|all] [--mode M] --output FIG[.png|.svg] REPORT.json...

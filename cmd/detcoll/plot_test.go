@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/report"
+	"github.com/detcoll/detcoll/internal/tools/report"
 )
 
 // writeReport writes a small valid report of world ranks to dir/name.

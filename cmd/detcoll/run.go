@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/job/launch"
 )
 
 const runSynopsis = `-n N [--prefix] [--grace D] [--report-grace D] [--] PROGRAM [ARGS...]

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/job/launch"
 )
 
 // These tests launch /bin/sh as the ranks.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/soak"
+	"github.com/detcoll/detcoll/internal/tools/soak"
 )
 
 const soakSynopsis = `[-n N] [--backend cpu|cuda] [--duration D] [--calls N] [--seed S] [--output FILE] ...

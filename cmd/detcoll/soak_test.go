@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/detcoll/detcoll/internal/launch"
+	"github.com/detcoll/detcoll/internal/job/launch"
 
 	"bytes"
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/num"
-	"github.com/detcoll/detcoll/internal/soak"
+	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/tools/soak"
 )
 
 // soakTest runs detcoll soak with args (its ranks are this test binary,

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/num"
-	"github.com/detcoll/detcoll/internal/verify"
+	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/tools/verify"
 )
 
 const verifySynopsis = `[-n N] [--backend cpu|cuda] [--hosts H] [--dtype LIST] [--sizes LIST] [--seed S] [--timeout D]

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/detcoll/detcoll/internal/version"
+	"github.com/detcoll/detcoll/internal/tools/version"
 )
 
 const versionSynopsis = `

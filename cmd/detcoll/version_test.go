@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/detcoll/detcoll/internal/cuda/driver"
-	"github.com/detcoll/detcoll/internal/nccl"
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/binding/nccl"
 )
 
 // TestVersion runs detcoll version: on this machine (no GPU in CI) each

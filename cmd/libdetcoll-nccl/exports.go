@@ -16,9 +16,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/detcoll/detcoll/internal/nccl"
-	"github.com/detcoll/detcoll/internal/ncclshim"
-	"github.com/detcoll/detcoll/internal/settings"
+	"github.com/detcoll/detcoll/internal/binding/nccl"
+	"github.com/detcoll/detcoll/internal/core/settings"
+	"github.com/detcoll/detcoll/internal/shim/ncclshim"
 )
 
 // theShim is the library's state, made at the first call that needs it,

@@ -12,12 +12,12 @@
 // float32 and float64 go through detcoll's fixed tree; every other call
 // goes to the real NCCL, which the library loads itself (libnccl.so.2, or
 // the file DETCOLL_REAL_NCCL names), never its own symbols. The logic is
-// in internal/ncclshim; this package is only the C boundary: forward.c
+// in internal/shim/ncclshim; this package is only the C boundary: forward.c
 // exports the functions (table.h lists them), exports.go is what forward.c
 // asks of Go. docs/nccl.md says what each function does, the variables it
 // reads and what a Go runtime in a Python process means.
 //
-// It imports internal/ncclshim and nothing else of the module; nothing
+// It imports internal/shim/ncclshim and nothing else of the module; nothing
 // imports it. Its C includes no NCCL or CUDA header (shim.h declares the
 // types), so it builds anywhere cgo does.
 package main

@@ -1,9 +1,9 @@
 """tools/symm_mem.py's pure parts: the report it writes, from fake timings.
 
 No torch, no GPU: the script imports torch only in its ranks. The report's
-shape is checked against internal/report/report.go's json tags and the
+shape is checked against internal/tools/report/report.go's json tags and the
 constants detcoll bench uses; when Go is on PATH, detcoll plot itself reads
-the report as an --extra reference (it validates it as internal/report does).
+the report as an --extra reference (it validates it as internal/tools/report does).
 """
 
 import importlib.util
@@ -241,7 +241,7 @@ class PureTest(unittest.TestCase):
 
 @unittest.skipIf(shutil.which("go") is None, "go is not on PATH: detcoll plot not run")
 class PlotTest(unittest.TestCase):
-    """detcoll plot reads the report (internal/report's Read and Validate)
+    """detcoll plot reads the report (internal/tools/report's Read and Validate)
     and draws it as an --extra reference beside a detcoll report."""
 
     @classmethod

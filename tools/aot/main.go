@@ -1,6 +1,6 @@
 // Command aot builds the cuda backend's kernels ahead of time for the GPUs
-// detcoll knows (internal/cuda/aot.go) and writes them to -out, which is
-// internal/cuda/aot in a checkout. It needs NVRTC, not a GPU. With -cache
+// detcoll knows (internal/backend/cuda/aot.go) and writes them to -out, which is
+// internal/backend/cuda/aot in a checkout. It needs NVRTC, not a GPU. With -cache
 // it also fills this machine's kernel cache (DETCOLL_CACHE_DIR), so that
 // a binary built before the files finds the kernels there.
 package main
@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/cuda"
+	"github.com/detcoll/detcoll/internal/backend/cuda"
 )
 
 func main() {
-	out := flag.String("out", "internal/cuda/aot", "the folder to write the kernels to")
+	out := flag.String("out", "internal/backend/cuda/aot", "the folder to write the kernels to")
 	jobs := flag.Int("j", runtime.NumCPU(), "compiles at once")
 	cache := flag.Bool("cache", false, "also store the kernels in this machine's kernel cache (DETCOLL_CACHE_DIR)")
 	archs := flag.String("archs", strings.Join(cuda.AheadOfTimeArchs, ","), "architectures, a list")

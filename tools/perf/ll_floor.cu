@@ -4,7 +4,7 @@
 // device memory, push its input to the peer as 16-byte lines that carry
 // the flag, poll its own memory for the peer's lines, write the sums and
 // store the sequence number. The variants add, one at a time, what
-// detcoll's kernel (internal/cuda/kernels) does besides: blocks of 512
+// detcoll's kernel (internal/backend/cuda/kernels) does besides: blocks of 512
 // threads, a 336-byte parameter struct, the prologue's loads (peers'
 // addresses, acks with ld.acquire.sys, the status and done words), the
 // signature lines, and the end's done and ack stores. Times per call:

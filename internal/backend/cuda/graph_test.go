@@ -1,0 +1,181 @@
+package cuda_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/testkit/check"
+	"github.com/detcoll/detcoll/internal/testkit/conformance"
+	"github.com/detcoll/detcoll/internal/tools/devmem"
+)
+
+// seed makes the inputs; every rank derives every peer's input from it.
+const seed = 20261130
+
+// The tests of what only this backend does, as cases of the suite's
+// shape, run by their own tests (TestDevice...GPU).
+var deviceCases = []conformance.Case{graphCase, twoCommsCase, closeWaitCase, barrierCaptureCase, latencyCase, badInputCase,
+	ncclGatherCase, ncclReduceCase, fourCommsCase}
+
+var graphCase = conformance.Case{Name: "DeviceGraph", DeviceWorlds: []int{1, 2}, Limit: 2 * time.Minute, Rank: graphRank}
+
+func TestDeviceGraphGPU(t *testing.T) { conformance.RunCase(t, backend, &graphCase) }
+
+// graphOp is one call of the graph test: its buffers and expected output.
+type graphOp struct {
+	kind    string // "ar", "rs", "ag"
+	dt      detcoll.DType
+	n       int // elements per rank (reduce-scatter: of the output)
+	in, out check.Buffer
+}
+
+// graphOps are 16 calls: small and large all-reduces (the push path),
+// reduce-scatters (one large: the push path from W=2), all-gathers.
+func graphOps(m check.Memory, w int) ([]*graphOp, error) {
+	var ops []*graphOp
+	for i := range 16 {
+		op := &graphOp{}
+		switch i % 4 {
+		case 0:
+			op.kind, op.dt, op.n = "ar", detcoll.TypeFloat32, 1000+i
+		case 1:
+			op.kind, op.dt, op.n = "ar", detcoll.TypeBFloat16, 1200000+i
+		case 2:
+			op.kind, op.dt, op.n = "rs", detcoll.TypeFloat16, 777+i
+			if i%8 == 6 {
+				op.n = 600000 + i
+			}
+		case 3:
+			op.kind, op.dt, op.n = "ag", detcoll.TypeUint8, 30001+i
+		}
+		inN, outN := op.n, op.n
+		switch op.kind {
+		case "rs":
+			inN = w * op.n
+		case "ag":
+			outN = w * op.n
+		}
+		var err error
+		if op.in, err = m.Alloc(inN*op.dt.Size(), op.dt.Size()); err != nil {
+			return nil, err
+		}
+		if op.out, err = m.Alloc(outN*op.dt.Size(), 0); err != nil {
+			return nil, err
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// enqueue queues op on s, without waiting.
+func (op *graphOp) enqueue(c *detcoll.Comm, s detcoll.Stream) error {
+	in, out := op.in.(*devmem.Buffer).Ptr(), op.out.(*devmem.Buffer).Ptr()
+	switch op.kind {
+	case "ar":
+		return c.AllReduceDevice(in, out, op.n, op.dt, s)
+	case "rs":
+		return c.ReduceScatterDevice(in, out, op.n, op.dt, s)
+	}
+	return c.AllGatherDevice(in, out, op.n, op.dt, s)
+}
+
+// inputs writes call's inputs and returns the expected output.
+func (op *graphOp) inputs(w, rank, call int) ([]byte, error) {
+	inN := op.n
+	if op.kind == "rs" {
+		inN = w * op.n
+	}
+	all := make([][]byte, w)
+	for p := range all {
+		all[p] = check.Input(seed, call, p, inN, op.dt)
+	}
+	if err := op.in.Write(all[rank]); err != nil {
+		return nil, err
+	}
+	switch op.kind {
+	case "ar":
+		return check.ReferenceSum(op.dt, all), nil
+	case "rs":
+		return check.ReferenceSum(op.dt, check.Shares(all, rank, op.n*op.dt.Size())), nil
+	}
+	return bytes.Join(all, nil), nil
+}
+
+// graphRank captures 16 calls in a CUDA graph, replays it 5 times with new
+// inputs, with eager calls before each replay on the same stream, the last
+// rank delayed by a host sleep before it queues, and checks every output
+// against the reference.
+func graphRank(r *conformance.Rank) error {
+	// A blocking stream: the buffers' synchronous copies (legacy stream)
+	// are ordered with it.
+	g, err := openRank(r, driver.StreamDefault)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	c, m, s := g.c, g.mem, g.streams[0]
+	st := detcoll.Stream(s)
+	w, rank := r.World, r.Rank
+	ops, err := graphOps(m, w)
+	if err != nil {
+		return err
+	}
+	exec, err := devmem.Capture(s, func() error {
+		for _, op := range ops {
+			if err := op.enqueue(c, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	defer exec.Destroy()
+
+	eager := ops[:2] // reused inputs, outputs of their own
+	for rep := range 5 {
+		wants := make([][]byte, len(ops))
+		for i, op := range ops {
+			if wants[i], err = op.inputs(w, rank, 1000*rep+i); err != nil {
+				return err
+			}
+		}
+		if rank == w-1 {
+			time.Sleep(150 * time.Millisecond) // the others' kernels wait for this rank
+		}
+		for k, op := range eager {
+			e := *op
+			if e.out, err = m.Alloc(op.out.Len(), 0); err != nil {
+				return err
+			}
+			if err := e.enqueue(c, st); err == nil {
+				err = c.Synchronize(st)
+			}
+			if err == nil {
+				err = check.Expect(e.dt, e.out, wants[k])
+			}
+			if err != nil {
+				return fmt.Errorf("eager call %d before replay %d: %w", k, rep, err)
+			}
+		}
+		if err := exec.Launch(s); err != nil {
+			return err
+		}
+		if err := c.Synchronize(st); err != nil {
+			return fmt.Errorf("replay %d: %w", rep, err)
+		}
+		for i, op := range ops {
+			if err := check.Expect(op.dt, op.out, wants[i]); err != nil {
+				return fmt.Errorf("replay %d, call %d (%s %v n=%d): %w", rep, i, op.kind, op.dt, op.n, err)
+			}
+		}
+	}
+	fmt.Printf("rank %d: 5 replays of 16 calls and 10 eager calls checked\n", rank)
+	return c.Close(context.Background())
+}

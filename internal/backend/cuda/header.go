@@ -1,0 +1,143 @@
+package cuda
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/proto"
+)
+
+// The constants the kernels share with Go are written once, here and in
+// internal/core/proto, and reach the kernels as a generated header: kernelHeader
+// is prepended to every kernel file when it is compiled (kernels.go), and
+// kernels/proto.h holds the same text for readers
+// (TestKernelHeaderCurrent keeps it current; go generate rewrites it).
+//
+//go:generate go test -run ^TestKernelHeaderCurrent$ . -args -update
+
+// define is one #define of the header.
+type define struct {
+	name  string
+	value int64
+	doc   string
+}
+
+// headerGroups are the header's defines, in groups with a heading each.
+func headerGroups() []struct {
+	heading string
+	defs    []define
+} {
+	phase := func(p proto.Phase) int64 { return int64(p) }
+	return []struct {
+		heading string
+		defs    []define
+	}{
+		{"Limits.", []define{
+			{"DC_MAX_WORLD", maxWorld, "ranks: the missing-rank mask is one 64-bit word"},
+			{"DC_MAX_WORK", maxWork, "buffers per launch"},
+			{"DC_BLOCK", block, "threads per block of every launch"},
+			{"DC_MAX_LEAVES", maxLeaves, "hosts whose sums treesum.cu adds (internal/hier)"},
+		}},
+		{"Control block of a rank's buffer (bytes, layout.go).", []define{
+			{"DC_OFF_STAGE", offStage, ""},
+			{"DC_OFF_DONE", offDone, ""},
+			{"DC_OFF_REDUCED", offReduced, ""},
+			{"DC_OFF_STATUS", offStatus, ""},
+			{"DC_OFF_SIG", offSig, ""},
+			{"DC_SIG_WORDS", sigWords, fmt.Sprintf("a signature slot: proto's %d words and a spare", proto.SignatureWords)},
+			{"DC_OFF_CLAIM", offClaim, ""},
+			{"DC_OFF_COUNT_STAGE", offCountStage, ""},
+			{"DC_OFF_COUNT_REDUCED", offCountReduced, ""},
+			{"DC_OFF_COUNT_DONE", offCountDone, ""},
+			{"DC_OFF_TICKET", offTicket, "LL: blocks take their windows in the order they start"},
+			{"DC_OFF_PEERS", offPeers, ""},
+			{"DC_OFF_ACK", offAck, "ack[p]: rank p's done, pushed here by p"},
+			{"DC_OFF_SENT1", offSent1, "sent1[p]: rank p pushed its parts of the input here (push path)"},
+			{"DC_OFF_SENT2", offSent2, "sent2[p]: rank p pushed its reduced part here (push path)"},
+			{"DC_OFF_STOPPED", offStopped, "stopped[p]: rank p's kernels have stopped (written by its host in Close)"},
+			{"DC_CTRL_SIZE", ctrlSize, ""},
+			{"DC_LL_HDR", llHeader, "LL: the signature lines at the head of a receive slot"},
+			{"DC_SHARD_ALIGN", shardAlign, ""},
+		}},
+		{"Host-mapped error record (bytes, layout.go).", []define{
+			{"DC_REC_ABORT", recAbort, ""},
+			{"DC_REC_VALID", recValid, ""},
+			{"DC_REC_CODE", recCode, ""},
+			{"DC_REC_PHASE", recPhase, ""},
+			{"DC_REC_OP", recOp, ""},
+			{"DC_REC_SEQ", recSeq, ""},
+			{"DC_REC_MISSING", recMissing, ""},
+			{"DC_REC_AUX", recAux, ""},
+			{"DC_REC_SIGS", recSigs, ""},
+		}},
+		{"Launch flags: the steps of proto's schedule a launch takes (launches.go).", []define{
+			{"DC_F_RESERVE", flagReserve, "await done >= seq-1 (the acks)"},
+			{"DC_F_COPYIN", flagCopyIn, "copy the inputs into this rank's staging"},
+			{"DC_F_PUBLISH", flagPublish, "sign, then publish stage = seq"},
+			{"DC_F_READY", flagReady, "await stage >= seq, check the signatures"},
+			{"DC_F_WAIT_RED", flagWaitRed, "await reduced >= seq"},
+			{"DC_F_COMPUTE", flagCompute, "the launch's work (mode)"},
+			{"DC_F_REDUCED", flagReduced, "publish reduced = seq"},
+			{"DC_F_DONE", flagDone, "publish done = seq, and push it into every peer's acks"},
+			{"DC_F_LL", flagLL, "the whole call in one launch, by the LL protocol"},
+			{"DC_F_SENT", flagSent, "push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer"},
+			{"DC_F_WAIT_SENT", flagWaitSent, "push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)"},
+			{"DC_F_FROM_INPUT", flagFromInput, "W=1 (proto.Alone): the tree's one leaf is the input itself"},
+		}},
+		{"Compute modes (layout.go).", []define{
+			{"DC_MODE_NONE", modeNone, ""},
+			{"DC_MODE_REDUCE", modeReduce, ""},
+			{"DC_MODE_RSHARD", modeRShard, ""},
+			{"DC_MODE_RINPLACE", modeRInPlace, ""},
+			{"DC_MODE_GATHER", modeGather, ""},
+			{"DC_MODE_GSHARDS", modeGShards, ""},
+			{"DC_MODE_BCAST", modeBcast, ""},
+			{"DC_MODE_PUSH", modePush, ""},
+			{"DC_MODE_RPUSH", modeRPush, ""},
+			{"DC_MODE_GPUSHED", modeGPushed, ""},
+			{"DC_MODE_PUSH_RS", modePushRS, ""},
+			{"DC_MODE_RPUSH_RS", modeRPushRS, ""},
+		}},
+		{"Error record codes.", []define{
+			{"DC_CODE_TIMEOUT", codeTimeout, ""},
+			{"DC_CODE_MISMATCH", codeMismatch, ""},
+			{"DC_CODE_PEER", codePeer, ""},
+			{"DC_CODE_ABORT", codeAbort, ""},
+		}},
+		{"What a wait waits for (proto.Phase).", []define{
+			{"DC_PHASE_RESERVE", phase(proto.PhaseReserve), ""},
+			{"DC_PHASE_READY", phase(proto.PhaseReady), ""},
+			{"DC_PHASE_REDUCED", phase(proto.PhaseReduced), ""},
+		}},
+		{"The status word (proto.StatusWord): a failure kind (base.FailureKind) in the high half, the culprit rank + 1 in the low half.", []define{
+			{"DC_STATUS_KIND_SHIFT", proto.StatusKindShift, ""},
+			{"DC_FAIL_LOST", int64(base.FailureLost), ""},
+			{"DC_FAIL_TIMEOUT", int64(base.FailureTimeout), ""},
+			{"DC_FAIL_MISMATCH", int64(base.FailureMismatch), ""},
+		}},
+	}
+}
+
+// kernelHeader returns kernels/proto.h.
+func kernelHeader() []byte {
+	var b bytes.Buffer
+	b.WriteString("// proto.h: the constants the kernels share with Go. Generated from\n" +
+		// The paths in the header's text are the ones before the layout of
+		// issue 24 (internal/cuda is now internal/backend/cuda): the text is
+		// part of the kernels' source, whose bytes key the kernels built
+		// ahead of time (aot/), and those are rebuilt only where NVRTC is.
+		// Correct them with the next rebuild.
+		"// internal/cuda/header.go by go generate; DO NOT EDIT.\n")
+	for _, g := range headerGroups() {
+		fmt.Fprintf(&b, "\n// %s\n", g.heading)
+		for _, d := range g.defs {
+			fmt.Fprintf(&b, "#define %s %d", d.name, d.value)
+			if d.doc != "" {
+				fmt.Fprintf(&b, "  // %s", d.doc)
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,256 @@
+package cuda
+
+import (
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/core/proto"
+)
+
+// kernel names one entry point of collective.cu.
+type kernel int
+
+const (
+	kernelCopy kernel = iota // gathers, broadcast, staging copies, waits
+	kernelBF16
+	kernelF16
+	kernelF32
+	kernelF64
+	numKernels
+)
+
+var kernelNames = [numKernels]string{"dc_copy", "dc_bf16", "dc_f16", "dc_f32", "dc_f64"}
+
+// reduceKernel returns the kernel that sums dt.
+func reduceKernel(dt num.DType) kernel {
+	switch dt {
+	case num.BFloat16Type:
+		return kernelBF16
+	case num.Float16Type:
+		return kernelF16
+	case num.Float32Type:
+		return kernelF32
+	case num.Float64Type:
+		return kernelF64
+	}
+	return kernelCopy
+}
+
+// step is one kernel launch of a call.
+type step struct {
+	kernel kernel
+	grid   int
+	flags  uint32
+	mode   uint32
+	work   []work
+	window int // LL: image bytes per block
+}
+
+// planner turns a call into launches. It is pure: the thresholds and the
+// grid limit come in as fields, so tests run it without a GPU.
+type planner struct {
+	rank, world int
+	// llMax is the largest image, in bytes, that the LL protocol carries
+	// in one launch: the call's inputs as base.StagingLayout lays them out.
+	// Larger calls take the staging path's launches of many blocks.
+	llMax int
+	// llWindow is the image bytes each block of an LL launch handles.
+	llWindow int
+	// staging is the device address of this rank's staging, where the
+	// input of an AllReduceStaged call lies.
+	staging uint64
+	// block is the threads per block. maxBlocks caps the blocks of every
+	// launch that may wait for peers (loops stride over the rest): a
+	// constant, not a share of the GPU, so that the kernels of many ranks
+	// and communicators are resident together (share.go). resident is the
+	// blocks the GPU holds at once: the cap of a launch that never waits
+	// (proto.Alone), which starves no one.
+	block, maxBlocks, resident int
+}
+
+// path returns the protocol path of a call (proto.ChoosePath).
+func (p planner) path(req *base.DeviceRequest, buffers, total int) proto.Path {
+	return proto.ChoosePath(proto.GPUKernels, proto.PathFacts{Op: req.Op, World: p.world, Buffers: buffers, Total: total},
+		proto.Thresholds{LLMax: p.llMax, LLBuffers: maxWork})
+}
+
+// plan returns the launches of req, in stream order: its path's schedule
+// (proto.Schedule) cut into launches (launchShapes), each carrying its
+// steps as flags, for each chunk of at most maxWork buffers.
+func (p planner) plan(req *base.DeviceRequest) []step {
+	sizes := req.InputSizes()
+	offs, total := base.StagingLayout(sizes)
+	works := make([]work, len(sizes))
+	for k := range sizes {
+		w := work{Bytes: uint64(sizes[k]), Off: uint64(offs[k])}
+		if k < len(req.In) && (req.Op != base.OpBroadcast || req.Root == p.rank) {
+			w.In = req.In[k].Addr
+		}
+		if k < len(req.Out) {
+			w.Out = req.Out[k].Addr
+		}
+		works[k] = w
+	}
+	staged := req.Op == base.OpAllReduceStaged
+	path := p.path(req, len(works), total)
+	if path == proto.LL {
+		if staged {
+			works[0].In = p.staging
+		}
+		grid, window := p.llGrid(total)
+		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: grid, flags: flagLL, mode: opMode(req.Op), work: works, window: window}}
+	}
+	if path == proto.Alone && req.Op == base.OpBroadcast {
+		return nil // in place, and the root's own: nothing moves, and no peer awaits a word
+	}
+	if path == proto.Alone && staged {
+		works[0].In = p.staging // the input lies in the staging, where Stage put it
+	}
+	if path == proto.Alone && len(works) <= maxWork {
+		// One launch, as launchShapes(Alone) has it, without its chunking's
+		// allocations: the host path of every W=1 call.
+		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: p.aloneGrid(works),
+			flags: launchShapes(path, staged)[0].flags, mode: opMode(req.Op), work: works}}
+	}
+	shapes := launchShapes(path, staged)
+	chunks := chunk(works)
+	steps := make([]step, 0, len(shapes)*len(chunks))
+	for _, sh := range shapes {
+		for i, c := range chunks {
+			f := sh.flags
+			if i > 0 {
+				f &^= waitFlags // a launch's waits are done once, by the first chunk
+			}
+			if i < len(chunks)-1 {
+				f &^= publishFlags // and its publishes once, by the last
+			}
+			grid := p.gridOf(req, sh.work, c, total)
+			if path == proto.Alone {
+				grid = p.aloneGrid(c)
+			}
+			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: grid, flags: f, mode: workMode(path, sh.work, req.Op), work: c})
+		}
+	}
+	return steps
+}
+
+// reserve returns the launch of Stage: wait until the staging is free.
+func (p planner) reserve() step {
+	return step{kernel: kernelCopy, grid: 1, flags: launchShapes(proto.ReserveOnly, false)[0].flags}
+}
+
+// kernelOf is the kernel of a launch whose work is a: the element type's
+// reduction where a sums, the byte copy otherwise.
+func (p planner) kernelOf(req *base.DeviceRequest, a proto.Action) kernel {
+	sums := opMode(req.Op) == modeReduce || opMode(req.Op) == modeRShard
+	if sums && (a == proto.Compute || a == proto.ReduceShard) {
+		return reduceKernel(req.DType)
+	}
+	return kernelCopy
+}
+
+// gridOf is the blocks of a launch whose work is a over the buffers ws of
+// a call of total input bytes: one thread per 16-byte vector of what the
+// launch writes.
+func (p planner) gridOf(req *base.DeviceRequest, a proto.Action, ws []work, total int) int {
+	switch {
+	case a == proto.ReduceShard:
+		return p.grid(total / p.world)
+	case a == proto.Gather:
+		return p.grid(total)
+	case a == proto.Compute && opMode(req.Op) == modeRShard:
+		return p.grid(maxBytes(ws) / p.world)
+	case a == proto.Compute || a == proto.CopyIn:
+		return p.grid(maxBytes(ws))
+	}
+	return 1 // no data: a wait or a publish
+}
+
+// opMode is the compute mode of a one-shot call of op.
+func opMode(op base.Op) uint32 {
+	switch op {
+	case base.OpAllReduce, base.OpAllReduceStaged:
+		return modeReduce
+	case base.OpReduceScatter, base.OpReduceScatterMany:
+		return modeRShard
+	case base.OpAllGather, base.OpAllGatherMany:
+		return modeGather
+	case base.OpBroadcast:
+		return modeBcast
+	}
+	return modeNone
+}
+
+// workMode is the compute mode of a launch whose work is a on path.
+func workMode(path proto.Path, a proto.Action, op base.Op) uint32 {
+	switch {
+	case path == proto.Push && a == proto.CopyIn:
+		return modePush
+	case path == proto.Push && a == proto.ReduceShard:
+		return modeRPush
+	case path == proto.Push && a == proto.Gather:
+		return modeGPushed
+	case path == proto.PushScatter && a == proto.CopyIn:
+		return modePushRS
+	case path == proto.PushScatter && a == proto.ReduceShard:
+		return modeRPushRS
+	case a == proto.ReduceShard:
+		return modeRInPlace
+	case a == proto.Gather:
+		return modeGShards
+	case a == proto.Compute:
+		return opMode(op)
+	}
+	return modeNone
+}
+
+// llGrid returns the blocks of an LL launch for an image of n bytes and
+// the bytes each handles: llWindow, or more where that would take more
+// than maxBlocks blocks. Windows are whole 64-byte lines, so that no element
+// straddles two.
+func (p planner) llGrid(n int) (grid, window int) {
+	window = p.llWindow
+	if n > window*p.maxBlocks {
+		window = (n + p.maxBlocks - 1) / p.maxBlocks
+		window = (window + 63) / 64 * 64
+	}
+	return max(1, (n+window-1)/window), window
+}
+
+// grid returns the blocks for a launch that moves n bytes per buffer: one
+// thread per 16-byte vector, at least one block, at most maxBlocks.
+func (p planner) grid(n int) int { return p.gridUpTo(n, p.maxBlocks) }
+
+// aloneGrid is the grid of an Alone launch over ws: it never waits, so it
+// may take every resident block.
+func (p planner) aloneGrid(ws []work) int {
+	return p.gridUpTo(maxBytes(ws), max(p.maxBlocks, p.resident))
+}
+
+// gridUpTo is grid with at most limit blocks.
+func (p planner) gridUpTo(n, limit int) int {
+	per := 16 * p.block
+	return max(1, min(limit, (n+per-1)/per))
+}
+
+// chunk splits works into launches of at most maxWork buffers; a call of
+// no buffers (Barrier) is one empty chunk.
+func chunk(works []work) [][]work {
+	if len(works) == 0 {
+		return [][]work{nil}
+	}
+	var c [][]work
+	for len(works) > 0 {
+		n := min(len(works), maxWork)
+		c = append(c, works[:n])
+		works = works[n:]
+	}
+	return c
+}
+
+func maxBytes(ws []work) int {
+	m := 0
+	for _, w := range ws {
+		m = max(m, int(w.Bytes))
+	}
+	return m
+}

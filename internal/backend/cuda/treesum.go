@@ -1,0 +1,202 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/core/base"
+	"github.com/detcoll/detcoll/internal/core/num"
+)
+
+// What a call across hosts (internal/backend/hier) needs of the host's cuda
+// communicator besides its collectives: scratch memory, stream-ordered
+// copies and T over the hosts' sums. Each method runs on a locked thread
+// with the communicator's context current (onThread), as every call of
+// the backend does.
+
+// onThread runs f with the context current on the calling goroutine's
+// thread, locked for the call.
+func (c *Comm) onThread(f func() error) error {
+	defer runtime.UnlockOSThread()
+	if err := c.current(); err != nil {
+		return err
+	}
+	return f()
+}
+
+// maxLeaves is the most hosts whose sums treesum.cu adds: its parameter
+// holds one address per host.
+const maxLeaves = 256
+
+// treeSumArgs is treesum.cu's SumArgs.
+type treeSumArgs struct {
+	Dst, Count uint64
+	Src        [maxLeaves]uint64
+}
+
+// treeSums is the treesum.cu module of one number of hosts, built at the
+// first call that needs it.
+type treeSums struct {
+	leaves int
+	mod    driver.Module
+	fns    map[num.DType]driver.Function
+	args   *treeSumArgs // reused: see Comm.args
+}
+
+// Alloc returns n bytes of device memory on this rank's GPU.
+func (c *Comm) Alloc(n int) (p uint64, err error) {
+	err = c.onThread(func() error {
+		d, err := driver.MemAlloc(max(n, 1))
+		p = uint64(d)
+		return err
+	})
+	return p, err
+}
+
+// Free releases memory from Alloc; the work that uses it must be done.
+func (c *Comm) Free(p uint64) error {
+	return c.onThread(func() error { return driver.MemFree(driver.DevicePtr(p)) })
+}
+
+// Copy queues a copy of n bytes on stream s.
+func (c *Comm) Copy(dst, src uint64, n int, s uintptr) error {
+	if n == 0 {
+		return nil
+	}
+	return c.onThread(func() error {
+		return driver.MemcpyDtoDAsync(driver.DevicePtr(dst), driver.DevicePtr(src), n, driver.Stream(s))
+	})
+}
+
+// Zero queues the clearing of n bytes on stream s.
+func (c *Comm) Zero(dst uint64, n int, s uintptr) error {
+	if n == 0 {
+		return nil
+	}
+	return c.onThread(func() error { return driver.MemsetD8Async(driver.DevicePtr(dst), 0, n, driver.Stream(s)) })
+}
+
+// Fence records, on stream s, the point a later WaitFence waits for: the
+// end of a call across hosts, whose scratch the next call reuses. An event
+// of the communicator's own, since the caller may destroy s meanwhile.
+func (c *Comm) Fence(s uintptr) error {
+	return c.onThread(func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.fence == 0 {
+			e, err := driver.EventCreate(driver.EventDisableTiming)
+			if err != nil {
+				return err
+			}
+			c.fence = e
+		}
+		return c.fence.Record(driver.Stream(s))
+	})
+}
+
+// WaitFence waits until the work queued before the last Fence is done, or
+// until the timeout: a peer that hangs without dying must not hold the
+// caller forever.
+func (c *Comm) WaitFence(timeout time.Duration) error {
+	c.mu.Lock()
+	e := c.fence
+	c.mu.Unlock()
+	if e == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for spins := 0; ; spins++ {
+		var done bool
+		err := c.onThread(func() (err error) { done, err = e.Query(); return err })
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case time.Now().After(deadline):
+			return &base.TimeoutError{Op: base.OpAllReduce, After: timeout,
+				Phase: "waiting for the previous call's GPU work across hosts, before its scratch is reused or freed"}
+		}
+		if spins < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// Capturing reports whether stream s is capturing a CUDA graph.
+func (c *Comm) Capturing(s uintptr) (capturing bool, err error) {
+	err = c.onThread(func() (err error) { capturing, err = driver.Stream(s).Capturing(); return err })
+	return capturing, err
+}
+
+// TreeSum queues on stream s the sum of len(srcs) arrays of n elements of
+// dt into dst, element by element, by T over the arrays in order (the
+// hosts' sums; treesum.cu), of 2 to maxLeaves arrays. dst may be one of
+// srcs (the same memory): each element is read before it is written.
+func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
+	if len(srcs) < 2 || len(srcs) > maxLeaves {
+		return base.Invalidf("cuda: T over %d hosts' sums: want 2 to %d", len(srcs), maxLeaves)
+	}
+	if n == 0 {
+		return nil
+	}
+	return c.onThread(func() error { return c.treeSum(dt, dst, srcs, n, s) })
+}
+
+// treeSum is TreeSum on the context's thread.
+func (c *Comm) treeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, err := c.treeSums(len(srcs))
+	if err != nil {
+		return err
+	}
+	f, ok := t.fns[dt]
+	if !ok {
+		return base.Invalidf("cuda: T over hosts' sums of %v: not a floating-point type", dt)
+	}
+	*t.args = treeSumArgs{Dst: dst, Count: uint64(n)}
+	copy(t.args.Src[:], srcs)
+	grid := uint32(min(max(c.plan.maxBlocks, c.plan.resident), (n+block-1)/block)) // it never waits: the whole GPU
+	return driver.LaunchStruct(f, driver.LaunchConfig{Grid: driver.Dim3{X: grid, Y: 1, Z: 1},
+		Block: driver.Dim3{X: block, Y: 1, Z: 1}, Stream: driver.Stream(s)}, t.args)
+}
+
+// treeSums returns the module for this many leaves (the hosts; 2 for a
+// step of halving), compiling it (or finding it in the disk cache) the
+// first time. c.mu is held, the context current.
+func (c *Comm) treeSums(leaves int) (*treeSums, error) {
+	if t := c.sums[leaves]; t != nil {
+		return t, nil
+	}
+	arch, err := c.dev.Arch()
+	if err != nil {
+		return nil, err
+	}
+	opts := append(compileOptions(1, 64), fmt.Sprintf("-DDC_LEAVES=%d", leaves))
+	cubin, err := driver.BuildKernel(source("treesum.cu"), "treesum.cu", arch, opts)
+	if err != nil {
+		return nil, fmt.Errorf("compile treesum.cu for %s: %w", arch, err)
+	}
+	mod, err := driver.ModuleLoadData(cubin)
+	if err != nil {
+		return nil, err
+	}
+	t := &treeSums{leaves: leaves, mod: mod, fns: map[num.DType]driver.Function{}, args: new(treeSumArgs)}
+	for dt, name := range map[num.DType]string{num.BFloat16Type: "dc_treesum_bf16", num.Float16Type: "dc_treesum_f16",
+		num.Float32Type: "dc_treesum_f32", num.Float64Type: "dc_treesum_f64"} {
+		if t.fns[dt], err = mod.Function(name); err != nil {
+			mod.Unload()
+			return nil, err
+		}
+	}
+	if c.sums == nil {
+		c.sums = map[int]*treeSums{}
+	}
+	c.sums[leaves] = t
+	return t, nil
+}

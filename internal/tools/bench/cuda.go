@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/tools/report"
+)
+
+// CUDA is detcoll's side on device memory (the cuda backend): the Device
+// calls of a cuda communicator on a stream of its own, timed by device
+// events in the GPU modes.
+//
+// It makes the device's primary context current on the calling goroutine's
+// thread and keeps that goroutine locked to it until Close: make it, run
+// the harness and close it on one goroutine.
+type CUDA struct {
+	g    *gpuSide
+	c    *detcoll.Comm
+	info GPUInfo
+	// How the ranks share GPUs (report.Meta's GPUSharing and
+	// RanksPerGPU): set by shareGPUs; "" and 1 when each has its own.
+	sharing string
+	perGPU  int
+}
+
+// NewCUDA returns detcoll's side on c, a cuda communicator.
+func NewCUDA(c *detcoll.Comm) (*CUDA, error) {
+	if c.Device() < 0 {
+		return nil, fmt.Errorf("bench: the detcoll cuda side needs a cuda communicator, not %s", c.Options().Backend)
+	}
+	g, err := openGPUSide(c.Device())
+	if err != nil {
+		return nil, fmt.Errorf("bench: detcoll side on GPU %d: %w", c.Device(), err)
+	}
+	st := detcoll.Stream(g.s)
+	g.wait = func() error { return c.Synchronize(st) }
+	info, err := g.info()
+	if err != nil {
+		g.close()
+		return nil, fmt.Errorf("bench: detcoll side on GPU %d: %w", c.Device(), err)
+	}
+	return &CUDA{g: g, c: c, info: info}, nil
+}
+
+// Name is "detcoll".
+func (d *CUDA) Name() string { return "detcoll" }
+
+// Describe sets the GPU's name, the driver and CUDA versions and
+// detcoll's options, and notes how the modes are timed.
+func (d *CUDA) Describe(m *report.Meta) {
+	m.Device = d.info.Device
+	if d.sharing != "" {
+		m.GPUSharing, m.RanksPerGPU = d.sharing, d.perGPU
+	}
+	m.DriverVersion = d.info.Driver
+	m.CUDAVersion = d.info.CUDA
+	opts, err := json.Marshal(d.c.Options())
+	if err != nil {
+		panic("bench: detcoll.Options does not marshal: " + err.Error())
+	}
+	m.Options = opts
+	m.Notes = append(m.Notes,
+		timingNote(),
+		fmt.Sprintf("detcoll: the cuda backend's Device calls on a non-blocking stream of the primary context, out of place, buffers from cuMemAlloc; "+
+			"its barrier is the cuda communicator's Barrier (a kernel on the legacy default stream, waited for); kernels compiled by NVRTC %s; libraries: %s",
+			d.info.NVRTC, d.info.Libs))
+}
+
+// Prepare allocates op's device buffers at s, copies the input in and
+// poisons the outputs.
+func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
+	ins, outs, err := d.g.buffers(op, s, input)
+	if err != nil {
+		return err
+	}
+	inLens, outLens := Parts(op, s)
+	dt, size, c := s.DType, s.DType.Size(), d.c
+	st := detcoll.Stream(d.g.s)
+	ptrs := func(ps []driver.DevicePtr) []detcoll.DevicePtr {
+		out := make([]detcoll.DevicePtr, len(ps))
+		for i, p := range ps {
+			out[i] = detcoll.DevicePtr(p)
+		}
+		return out
+	}
+	in, out := ptrs(ins), ptrs(outs)
+	var call func() error
+	switch op {
+	case AllReduce:
+		red := s.redOp()
+		call = func() error { return c.AllReduceDevice(in[0], out[0], s.Elements(), dt, st, red) }
+	case ReduceScatter:
+		red := s.redOp()
+		call = func() error { return c.ReduceScatterDevice(in[0], out[0], outLens[0]/size, dt, st, red) }
+	case AllGather:
+		call = func() error { return c.AllGatherDevice(in[0], out[0], inLens[0]/size, dt, st) }
+	case AllGatherMany:
+		counts := scaled(inLens, 1, size)
+		call = func() error { return c.AllGatherManyDevice(in, out, counts, dt, st) }
+	case ReduceScatterMany:
+		counts := scaled(outLens, 1, size)
+		red := s.redOp()
+		call = func() error { return c.ReduceScatterManyDevice(in, out, counts, dt, st, red) }
+	case Broadcast:
+		buf := out[0]
+		if s.Rank == BroadcastRoot {
+			buf = in[0]
+		}
+		call = func() error { return c.BroadcastDevice(buf, s.Elements(), dt, BroadcastRoot, st) }
+	default:
+		d.g.release()
+		return fmt.Errorf("bench: detcoll side: unknown operation %q", op)
+	}
+	d.g.prepared(s.Bytes, call)
+	return nil
+}
+
+// Moves is what rank 0's kernels move for one call of op at s.
+func (d *CUDA) Moves(op Op, s Shape) (*report.Moves, error) { return moves(op, s) }
+
+// Barrier is the cuda communicator's Barrier.
+func (d *CUDA) Barrier() error { return d.c.Barrier() }
+
+// Time takes one sample in mode: report.ModeSynchronised, ModePipelined or
+// ModeGraph.
+func (d *CUDA) Time(mode string) (time.Duration, error) { return d.g.time(mode) }
+
+// Release frees the prepared call's buffers and graph.
+func (d *CUDA) Release() { d.g.release() }
+
+// Close frees the stream and events, releases the context and unlocks the
+// goroutine from its thread. The communicator stays open. Later calls
+// of Close do nothing.
+func (d *CUDA) Close() {
+	if d.g != nil {
+		d.g.close()
+		d.g = nil
+	}
+}
