@@ -98,7 +98,9 @@ var layers = []func(pkg string) bool{
 	func(p string) bool { return strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "tools/") },
 }
 
-func prefix(s string) func(string) bool { return func(p string) bool { return strings.HasPrefix(p, s) } }
+func prefix(s string) func(string) bool {
+	return func(p string) bool { return strings.HasPrefix(p, s) }
+}
 
 func layerOf(pkg string) int {
 	for i, in := range layers {
