@@ -136,6 +136,7 @@ func newClient(conn net.Conn, br *bufio.Reader, rank, world int) *Client {
 		pending:    make(map[uint64]chan msg),
 	}
 	go c.out.run()
+	c.out.send(procFrame())
 	go pinging(c.out, c.closing)
 	go c.read(br)
 	return c
@@ -291,6 +292,8 @@ func (c *Client) read(r *bufio.Reader) {
 		}
 		switch m.typ {
 		case tPing:
+		case tProc:
+			go c.watchServer(m.value)
 		case tOK, tValue, tGathered, tError:
 			c.mu.Lock()
 			reply, ok := c.pending[m.id]

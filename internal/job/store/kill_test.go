@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/detcoll/detcoll/internal/job/proc"
 	"github.com/detcoll/detcoll/internal/testkit/ranktest"
 )
 
@@ -32,6 +35,9 @@ const (
 // dials, calls Fail and exits.
 var roles = map[string]ranktest.Role{
 	"client": func() error { return runChild("client") },
+	// "orphan": a client whose connection a child process of its own
+	// (sleep) also holds, so that the connection outlives it.
+	"orphan": func() error { return runChild("orphan") },
 	"server": func() error { return runChild("server") },
 	"fail":   func() error { return runChild("fail") },
 }
@@ -58,7 +64,7 @@ func runChild(role string) error {
 		}
 		defer s.Close()
 		addr = s.Addr()
-	case "client", "fail":
+	case "client", "fail", "orphan":
 		if rank, err = strconv.Atoi(os.Getenv(rankEnv)); err != nil {
 			return err
 		}
@@ -68,6 +74,18 @@ func runChild(role string) error {
 		return err
 	}
 	defer c.Close(ctx)
+	if role == "orphan" {
+		f, err := c.conn.(*net.TCPConn).File() // a duplicate without close-on-exec
+		if err != nil {
+			return err
+		}
+		holder := exec.Command("sleep", "30")
+		holder.ExtraFiles = []*os.File{f}
+		if err := holder.Start(); err != nil {
+			return err
+		}
+		fmt.Printf("holder %d\n", holder.Process.Pid)
+	}
 	fmt.Printf("ready %s\n", addr)
 	if role == "fail" {
 		c.Fail("child gave up")
@@ -126,6 +144,42 @@ func TestKillClient(t *testing.T) {
 		})
 	}
 	t.Logf("SIGKILL of rank %d's process to Done on every other rank: %v", victim, times)
+}
+
+// TestKillHeldConnection kills a rank whose connection another process
+// holds (here a child of its own; in life, a GPU process whose sockets
+// close only after its teardown): the connection does not end, and the
+// silence limit is long, but the store sees the process exiting and every
+// other rank learns of it within a second.
+func TestKillHeldConnection(t *testing.T) {
+	if _, err := exec.LookPath("sleep"); err != nil {
+		t.Skipf("no sleep command: %v", err)
+	}
+	checkLeaks(t)
+	const world, victim = 3, 2
+	s := newServer(t, world, defaultHandshakeTimeout)
+	clients := []*Client{dialRank(t, s.Addr(), 0, world), dialRank(t, s.Addr(), 1, world)}
+	p := ranktest.Start(t, "orphan", secretEnv+"="+string(testSecret), addrEnv+"="+s.Addr(),
+		rankEnv+"="+strconv.Itoa(victim), worldEnv+"="+strconv.Itoa(world))
+	line, err := p.ReadLine()
+	holder, herr := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(line), "holder "))
+	if err != nil || herr != nil {
+		p.Kill()
+		p.Cmd.Wait()
+		t.Fatalf("orphan: read %q, %v; stderr:\n%s", line, err, p.Stderr())
+	}
+	t.Cleanup(func() { syscall.Kill(holder, syscall.SIGKILL) })
+	if line, err := p.ReadLine(); err != nil || !strings.HasPrefix(line, "ready ") {
+		t.Fatalf("orphan: read %q, %v", line, err)
+	}
+	time.Sleep(3 * proc.PollEvery) // the identities have been exchanged
+	slowest := killAndWait(t, p, clients, victim)
+	for _, c := range clients {
+		if pe := wantPeerError(t, "Err()", c.Err(), victim); !strings.Contains(pe.Reason, "its process") {
+			t.Errorf("reason %q; want the process watch's", pe.Reason)
+		}
+	}
+	t.Logf("SIGKILL of rank %d's process, its connection held open, to Done on every other rank: %v", victim, slowest)
 }
 
 // TestKillServer kills rank 0's process, which hosts the store: every other

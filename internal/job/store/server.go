@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/detcoll/detcoll/internal/job/proc"
 )
 
 const (
@@ -61,6 +63,7 @@ type Server struct {
 	kv      map[string][]byte           // guarded by mu
 	waiters map[string]map[ref]struct{} // guarded by mu; Gets waiting for a key
 	rounds  map[string]*round           // guarded by mu; gathers in progress, by name
+	procs   map[int]proc.Identity       // guarded by mu; the processes of this machine's ranks, watched (procwatch.go)
 }
 
 // peer is a joined rank's connection.
@@ -286,6 +289,7 @@ func (s *Server) serveConn(conn net.Conn) {
 		return // the job had failed; the welcome said so
 	}
 	go p.out.run()
+	p.out.send(procFrame())
 	stopPings := make(chan struct{})
 	go pinging(p.out, stopPings)
 	defer close(stopPings)
@@ -371,6 +375,11 @@ func (s *Server) serve(p *peer, conn net.Conn, r io.Reader) (bye bool, err error
 			return true, nil
 		case tPing:
 			continue
+		case tProc:
+			s.mu.Lock()
+			s.watchLocked(p.rank, m.value)
+			s.mu.Unlock()
+			continue
 		}
 		s.mu.Lock()
 		err = s.handleLocked(p, m)
@@ -392,6 +401,7 @@ func (s *Server) end(p *peer, bye bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.peers[p.rank] = nil
+	delete(s.procs, p.rank) // gone by goodbye, or its loss is told below
 	s.forgetLocked(p)
 	switch {
 	case bye:

@@ -65,6 +65,11 @@ const (
 	// Either way, no fields and no reply: the sender is alive (liveness.go).
 	tPing
 
+	// Either way, once, right after the handshake: value is the sender's
+	// process identity (JSON, package proc), so that ranks of one machine
+	// watch each other's processes (procwatch.go). No reply.
+	tProc
+
 	tLimit // first unused type
 )
 
@@ -94,7 +99,7 @@ type msg struct {
 
 func (t msgType) String() string {
 	names := [...]string{"challenge", "hello", "welcome", "refuse", "set", "get", "gather", "cancel",
-		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack", "missing", "ping"}
+		"fail", "bye", "ok", "value", "gathered", "error", "failed", "bye-ack", "missing", "ping", "proc"}
 	if t >= 1 && t < tLimit {
 		return names[t-1]
 	}
@@ -142,6 +147,8 @@ func encode(m msg) []byte {
 		b = appendBytes(b, m.reason)
 	case tValue:
 		b = be.AppendUint64(b, m.id)
+		b = appendBytes(b, m.value)
+	case tProc:
 		b = appendBytes(b, m.value)
 	case tGathered:
 		b = be.AppendUint64(b, m.id)
@@ -224,6 +231,8 @@ func decode(b []byte) (msg, error) {
 		m.reason = string(r.bytes())
 	case tValue:
 		m.id = r.u64()
+		m.value = r.bytes()
+	case tProc:
 		m.value = r.bytes()
 	case tGathered:
 		m.id = r.u64()

@@ -37,6 +37,7 @@ func samples() []msg {
 		{typ: tByeAck},
 		{typ: tMissing, id: 10, key: "barrier/open"},
 		{typ: tPing},
+		{typ: tProc, value: []byte(`{"pid":7}`)},
 	}
 }
 

@@ -1,17 +1,14 @@
 package ncclshim
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/job/proc"
 )
 
 // Without detcoll's store, nothing tells a rank that a peer process died:
@@ -19,53 +16,16 @@ import (
 // until the timeout. The peers are processes of this host (detcoll's IPC
 // needs that), so the shim watches them itself: the setup's first round
 // gives every rank its peers' process ids, and a goroutine checks them
-// every pollLiveness; a dead one fails the communicator (Done, Err), which
-// raises the abort word that stops detcoll's kernels.
+// every proc.PollEvery; one that is exiting or gone fails the communicator
+// (Done, Err), which raises the abort word that stops detcoll's kernels.
 
-// pollLiveness is how often the peers' processes are checked.
-const pollLiveness = 50 * time.Millisecond
-
-// identity is what each rank tells the others in the setup's first round:
-// enough to prove that two ranks are processes of one machine that can
-// see each other. A hostname alone proves nothing (containers share
-// names, clusters reuse them); the kernel's boot id is drawn at random
-// at every boot, so two processes with the same one run on the same
-// kernel; and the PID namespace says whether each can see the other's
-// process id, which the watch of the peers' processes needs.
-type identity struct {
-	Host  string `json:"host"`
-	Boot  string `json:"boot"`  // /proc/sys/kernel/random/boot_id
-	PIDNS string `json:"pidns"` // the target of /proc/self/ns/pid, such as "pid:[4026531836]"
-	PID   int    `json:"pid"`
-	Start string `json:"start"` // the process's start time (/proc/PID/stat), against a reused pid
-}
+// identity is what each rank tells the others in the setup's first round
+// (package proc says why each field is there).
+type identity = proc.Identity
 
 func osGetpid() int { return os.Getpid() }
 
-func selfIdentity(pid int) identity {
-	host, _ := os.Hostname()
-	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	ns, _ := os.Readlink("/proc/self/ns/pid")
-	return identity{Host: host, Boot: strings.TrimSpace(string(boot)), PIDNS: ns, PID: pid, Start: startTime(pid)}
-}
-
-// startTime is field 22 of /proc/pid/stat, or "" where it cannot be read.
-func startTime(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// The command (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
+func selfIdentity(pid int) identity { return proc.Of(pid) }
 
 // identify runs the setup's first round.
 func (r *rendezvous) identify(ctx context.Context, me identity) ([]identity, error) {
@@ -109,7 +69,7 @@ func unservable(ids []identity) string {
 // watch checks the peers' processes until stop is closed, and fails r at
 // the first that is gone.
 func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-chan struct{}) {
-	t := time.NewTicker(pollLiveness)
+	t := time.NewTicker(proc.PollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -124,24 +84,15 @@ func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-cha
 				continue
 			}
 			r.setFailed(&detcoll.RankError{Rank: p, Err: detcoll.ErrPeerLost,
-				Reason: fmt.Sprintf("its process %d exited (seen by rank %d)", id.PID, r.rank)})
+				Reason: fmt.Sprintf("its process %d is exiting or gone (seen by rank %d)", id.PID, r.rank)})
 			return
 		}
 	}
 }
 
-// processAlive reports whether the process is still there (a zombie counts as
-// gone: it runs no more).
+// processAlive reports whether the process still runs: a zombie, or one
+// whose teardown has begun, runs no more (package proc).
 func processAlive(id identity) bool {
-	if err := syscall.Kill(id.PID, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", id.PID))
-	if err != nil {
-		return true // no /proc: the signal's answer stands
-	}
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-		return false
-	}
-	return id.Start == "" || startTime(id.PID) == id.Start
+	ok, _ := proc.Running(id)
+	return ok
 }

@@ -215,7 +215,7 @@ func TestSetupPeerDies(t *testing.T) {
 	}
 	for r := range 2 {
 		st, why := stateOf(shims[r], Handle(r+1))
-		if st != unserved || !strings.Contains(why, "rank 2") || !strings.Contains(why, "exited") {
+		if st != unserved || !strings.Contains(why, "rank 2") || !strings.Contains(why, "exiting or gone") {
 			t.Errorf("rank %d: state %d, why %q", r, st, why)
 		}
 	}

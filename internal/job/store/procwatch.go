@@ -1,0 +1,120 @@
+package store
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/detcoll/detcoll/internal/job/proc"
+)
+
+// Ranks of one machine watch each other's processes (package proc): a
+// SIGKILLed GPU process closes its sockets only after its teardown, about
+// a second on the H200 machine, but shows that it is exiting at once.
+// Right after the handshake each side sends its process identity (tProc);
+// the server watches every rank of its machine and fails the job at the
+// first that is exiting or gone, naming it, and each client watches the
+// server's process likewise (rank 0, or the launcher hosting a failed
+// store). Ranks of other machines (another boot id or PID namespace) rely
+// on the connection and the silence limit (liveness.go), as before.
+
+// self is this process's identity, read once.
+var self = sync.OnceValue(proc.Self)
+
+// procFrame is this process's tProc.
+func procFrame() []byte {
+	b, _ := json.Marshal(self()) // a struct of strings and an int: never fails
+	return encode(msg{typ: tProc, value: b})
+}
+
+// watchable decodes a peer's tProc and reports whether it is another
+// process of this machine, which can be watched.
+func watchable(value []byte) (proc.Identity, bool) {
+	var id proc.Identity
+	if err := json.Unmarshal(value, &id); err != nil {
+		return id, false
+	}
+	return id, id.PID != os.Getpid() && proc.SameMachine(self(), id)
+}
+
+// watchLocked starts watching rank's process, as its tProc describes it.
+func (s *Server) watchLocked(rank int, value []byte) {
+	id, ok := watchable(value)
+	if !ok || s.closed || s.cause != nil {
+		return
+	}
+	if s.procs == nil {
+		s.procs = make(map[int]proc.Identity)
+		s.wg.Add(1)
+		go s.watchProcs()
+	}
+	s.procs[rank] = id
+}
+
+// watchProcs checks the watched ranks' processes every proc.PollEvery
+// until the server closes or the job fails.
+func (s *Server) watchProcs() {
+	defer s.wg.Done()
+	t := time.NewTicker(proc.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		ids := make(map[int]proc.Identity, len(s.procs))
+		for r, id := range s.procs {
+			ids[r] = id
+		}
+		s.mu.Unlock()
+		for r, id := range ids {
+			running, why := proc.Running(id)
+			if running {
+				continue
+			}
+			s.mu.Lock()
+			// A rank that said goodbye meanwhile was forgotten: its exit is
+			// its business.
+			if _, still := s.procs[r]; still && !s.closed {
+				s.failLocked(&PeerError{Rank: r, Reason: why + " (seen by the store)"})
+			}
+			done := s.cause != nil
+			s.mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}
+}
+
+// watchServer checks the server's process, as its tProc describes it,
+// until Close starts or the job fails; then the client reports rank 0
+// lost, as when the connection ends.
+func (c *Client) watchServer(value []byte) {
+	id, ok := watchable(value)
+	if !ok {
+		return
+	}
+	t := time.NewTicker(proc.PollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closing:
+			return
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if running, why := proc.Running(id); !running {
+			c.mu.Lock()
+			if !c.acked && !c.shut {
+				c.failLocked(&PeerError{Rank: 0, Reason: "the store server: " + why})
+			}
+			c.mu.Unlock()
+			return
+		}
+	}
+}
