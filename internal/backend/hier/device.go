@@ -219,6 +219,22 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	return nil
 }
 
+// halvesDevice says whether a device call of op halves along the rail: with
+// a rail that is a DeviceExchanger and a power of two of hosts, a
+// reduce-scatter always does (at two hosts it receives its share once
+// instead of both hosts' partials); an all-reduce from four hosts on (at
+// two it moves the same bytes either way, and the gathering schedule is
+// the one that ran on a GPU).
+func (c *Comm) halvesDevice(op base.Op) bool {
+	switch {
+	case c.dex == nil:
+		return false
+	case op == base.OpReduceScatter || op == base.OpReduceScatterMany:
+		return true
+	}
+	return c.hosts >= 4
+}
+
 // slotStage is the staging's scratch slot; the others are indexed by the
 // schedule's buffer (proto.HostBuf).
 const (
@@ -228,13 +244,9 @@ const (
 
 // runDevice queues the schedule of one buffer pair of req on its stream:
 // in and out are the caller's (in, for a staged all-reduce, the staging).
-// With four or more hosts, a power of two, and a rail that is a
-// DeviceExchanger it halves; with two hosts an all-reduce moves the same
-// bytes either way, and the gathering schedule is the one that ran on a
-// GPU.
 func (c *Comm) runDevice(req *base.DeviceRequest, in, out base.DeviceBuf) error {
 	dt, st := req.DType, req.Stream
-	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, scheduleBytes(req.Op, in.Len, out.Len), req.Root, c.dex != nil))
+	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, scheduleBytes(req.Op, in.Len, out.Len), req.Root, c.halvesDevice(req.Op)))
 	sizes, used := proto.ScratchSizes(c.steps)
 	var at [proto.NumHostBufs]uint64
 	at[proto.BufIn], at[proto.BufOut] = in.Addr, out.Addr

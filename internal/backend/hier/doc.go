@@ -55,12 +55,14 @@
 // (device.go): the host's reduce-scatter, the rail's all-gather
 // (DeviceRail: NCCL's), T over the host sums by a kernel of the backend
 // (treesum.cu), the host's all-gather; with one rank per host the host's
-// calls are copies and are left out (on host memory too). With four or more hosts, a power of
-// two, and a rail that is a DeviceExchanger (NCCL's send and receive), it
-// halves as the host path does: 2(H-1)/H n/G per rank and all-reduce, the
-// optimum, and a reduce-scatter's (H-1)/H share. Otherwise it gathers:
-// (H-1) n/G, the optimum for two hosts (where the gathering path is the
-// one that ran on a GPU), H/2 times it beyond; a reduce-scatter gathers H
+// calls are copies and are left out (on host memory too). With a power of
+// two of hosts and a rail that is a DeviceExchanger (NCCL's send and
+// receive), a reduce-scatter halves as the host path does, receiving its
+// (H-1)/H share (at two hosts, half of what gathering moves), and so does
+// an all-reduce from four hosts on: 2(H-1)/H n/G per rank, the optimum.
+// Otherwise it gathers: an all-reduce (H-1) n/G, the optimum for two hosts
+// (where the gathering path is the one that ran on a GPU), H/2 times it
+// beyond; a reduce-scatter H
 // times its share. Each call first meets the other hosts on the host
 // (the signatures, through the rail's host AllGather), so such calls are
 // not captured into graphs.

@@ -89,7 +89,7 @@ type Comm struct {
 	// Device calls (device.go), when the host's communicator is one.
 	dev      DeviceLocal
 	drail    DeviceRail
-	dex      DeviceExchanger // the rail, when it halves: four or more hosts, a power of two
+	dex      DeviceExchanger // the rail, when it can halve: two or more hosts, a power of two (see halvesDevice)
 	dscratch [numSlots]dbuf  // by buffer (and the staging), grown, reused
 	dsrcs    []uint64        // a Tree step's addresses, reused
 	stagedAt uint64          // StageDevice's memory
@@ -116,7 +116,7 @@ func New(cfg Config) (*Comm, error) {
 		}
 		c.dev, c.drail = dev, drail
 		c.ex = nil // the host path's; the device path halves through dex
-		if dex, ok := cfg.Rail.(DeviceExchanger); ok && c.hosts >= 4 && c.hosts&(c.hosts-1) == 0 {
+		if dex, ok := cfg.Rail.(DeviceExchanger); ok && c.hosts >= 2 && c.hosts&(c.hosts-1) == 0 {
 			c.dex = dex
 		}
 	}
