@@ -62,8 +62,7 @@
 // an all-reduce from four hosts on: 2(H-1)/H n/G per rank, the optimum.
 // Otherwise it gathers: an all-reduce (H-1) n/G, the optimum for two hosts
 // (where the gathering path is the one that ran on a GPU), H/2 times it
-// beyond; a reduce-scatter H
-// times its share. Each call first meets the other hosts on the host
+// beyond; a reduce-scatter H times its share. Each call first meets the other hosts on the host
 // (the signatures, through the rail's host AllGather), so such calls are
 // not captured into graphs.
 //
