@@ -96,13 +96,17 @@ func Combine(dt DType, node RedOp, dst, a, b []byte) {
 	checkLens(len(dst), len(a), len(b))
 	switch dt {
 	case BFloat16Type:
-		combineBits(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7F80, uint16(CanonicalNaNBFloat16))
+		extremum16(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7F80, uint16(CanonicalNaNBFloat16))
 	case Float16Type:
-		combineBits(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7C00, uint16(CanonicalNaNFloat16))
+		extremum16(node, view[uint16](dst), view[uint16](a), view[uint16](b), 0x7C00, uint16(CanonicalNaNFloat16))
 	case Float32Type:
-		combineBits(node, view[uint32](dst), view[uint32](a), view[uint32](b), 0x7F800000, CanonicalNaNFloat32)
+		d, x, y := view[uint32](dst), view[uint32](a), view[uint32](b)
+		n := extremum32Vec(node, d, x, y, 0x7F800000, CanonicalNaNFloat32)
+		combineBits(node, d[n:], x[n:], y[n:], 0x7F800000, CanonicalNaNFloat32)
 	case Float64Type:
-		combineBits(node, view[uint64](dst), view[uint64](a), view[uint64](b), 0x7FF0000000000000, CanonicalNaNFloat64)
+		d, x, y := view[uint64](dst), view[uint64](a), view[uint64](b)
+		n := extremum64Vec(node, d, x, y, 0x7FF0000000000000, CanonicalNaNFloat64)
+		combineBits(node, d[n:], x[n:], y[n:], 0x7FF0000000000000, CanonicalNaNFloat64)
 	case Int8Type:
 		combineInts(node, view[int8](dst), view[int8](a), view[int8](b))
 	case Uint8Type:
@@ -136,6 +140,12 @@ func addBytes(dt DType, dst, a, b []byte) {
 	case Float64Type:
 		AddFloat64s(AsFloat64s(dst), AsFloat64s(a), AsFloat64s(b))
 	}
+}
+
+// extremum16 is combineBits of 16-bit floats, the vector kernel first.
+func extremum16(node RedOp, dst, a, b []uint16, inf, nan uint16) {
+	n := extremum16Vec(node, dst, a, b, inf, nan)
+	combineBits(node, dst[n:], a[n:], b[n:], inf, nan)
 }
 
 // combineBits is Max or Min of a float type on its bits (uint16 for

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/detcoll/detcoll/internal/testkit/testseed"
 )
@@ -337,4 +338,94 @@ func TestAverageIntegers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestMaxMinWideSlices: Max and Min of float32 and float64 slices of every
+// length to 70 at unaligned offsets (the vector kernels' blocks and their
+// Go tails), on random bit patterns mixed with the special values,
+// against float comparisons in Go (NaN canonical, -0 below +0), with the
+// bytes around the output left alone.
+func TestMaxMinWideSlices(t *testing.T) {
+	r := testseed.Rand(t)
+	specials32 := []uint32{0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 1, 0x80000001, 0x3F800000, 0xBF800000}
+	specials64 := []uint64{0, 1 << 63, 0x7FF0000000000000, 0xFFF0000000000000, 0x7FF8000000000000, 0xFFF8000000000001, 0x7FF0000000000001, 1, 1<<63 | 1, 0x3FF0000000000000}
+	for _, node := range []RedOp{Max, Min} {
+		for n := 0; n <= 70; n++ {
+			for _, off := range []int{0, 1, 3} {
+				a32, b32 := make([]uint32, n+off), make([]uint32, n+off)
+				a64, b64 := make([]uint64, n+off), make([]uint64, n+off)
+				for i := range a32 {
+					a32[i], b32[i] = r.Uint32(), r.Uint32()
+					a64[i], b64[i] = r.Uint64(), r.Uint64()
+					if r.IntN(3) == 0 {
+						a32[i], b64[i] = specials32[r.IntN(len(specials32))], specials64[r.IntN(len(specials64))]
+					}
+					if r.IntN(3) == 0 {
+						b32[i], a64[i] = specials32[r.IntN(len(specials32))], specials64[r.IntN(len(specials64))]
+					}
+					if r.IntN(8) == 0 {
+						b32[i], b64[i] = a32[i], a64[i]
+					}
+				}
+				got32 := make([]uint32, n+off+2)
+				got64 := make([]uint64, n+off+2)
+				for i := range got32 {
+					got32[i], got64[i] = 0xDEADBEEF, 0xDEADBEEFDEADBEEF
+				}
+				Combine(Float32Type, node, bytesOf(got32[1+off:1+off+n]), bytesOf(a32[off:]), bytesOf(b32[off:]))
+				Combine(Float64Type, node, bytesOf(got64[1+off:1+off+n]), bytesOf(a64[off:]), bytesOf(b64[off:]))
+				if got32[off] != 0xDEADBEEF || got32[1+off+n] != 0xDEADBEEF || got64[off] != 0xDEADBEEFDEADBEEF || got64[1+off+n] != 0xDEADBEEFDEADBEEF {
+					t.Fatalf("%v n=%d off=%d: wrote outside the output", node, n, off)
+				}
+				for i := range n {
+					x, y := math.Float32frombits(a32[off+i]), math.Float32frombits(b32[off+i])
+					if want := refExtremum(node, float64(x), float64(y)); !sameFloat32(got32[1+off+i], want) {
+						t.Errorf("float32 %v(%#08x, %#08x) = %#08x, want %v", node, a32[off+i], b32[off+i], got32[1+off+i], want)
+					}
+					u, v := math.Float64frombits(a64[off+i]), math.Float64frombits(b64[off+i])
+					if want := refExtremum(node, u, v); !sameFloat64(got64[1+off+i], want) {
+						t.Errorf("float64 %v(%#016x, %#016x) = %#016x, want %v", node, a64[off+i], b64[off+i], got64[1+off+i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// refExtremum is Max or Min by float comparison: NaN if either is, -0
+// below +0.
+func refExtremum(node RedOp, x, y float64) float64 {
+	switch {
+	case math.IsNaN(x) || math.IsNaN(y):
+		return math.NaN()
+	case x == y && x == 0:
+		if (node == Max) == math.Signbit(x) {
+			return y // max takes the +0, min the -0: x is the other one
+		}
+		return x
+	case (x > y) == (node == Max):
+		return x
+	}
+	return y
+}
+
+func sameFloat32(got uint32, want float64) bool {
+	if math.IsNaN(want) {
+		return got == CanonicalNaNFloat32
+	}
+	return got == math.Float32bits(float32(want))
+}
+
+func sameFloat64(got uint64, want float64) bool {
+	if math.IsNaN(want) {
+		return got == CanonicalNaNFloat64
+	}
+	return got == math.Float64bits(want)
+}
+
+func bytesOf[T uint32 | uint64](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }

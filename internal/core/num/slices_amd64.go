@@ -61,3 +61,50 @@ func addFloat16sVec(dst, a, b []Float16) int {
 	addFloat16sF16C(dst[:n], a[:n], b[:n])
 	return n
 }
+
+// The extremum kernels (max and min of floats, redop.go's combineBits):
+// blocks of 16 16-bit, 8 32-bit or 4 64-bit values. flip is all ones for
+// min (it reverses the order keys), 0 for max.
+
+//go:noescape
+func extremum16AVX2(dst, a, b []uint16, inf, nan, flip uint64)
+
+//go:noescape
+func extremum32AVX2(dst, a, b []uint32, inf, nan, flip uint64)
+
+//go:noescape
+func extremum64AVX2(dst, a, b []uint64, inf, nan, flip uint64)
+
+func flipOf(node RedOp) uint64 {
+	if node == Min {
+		return ^uint64(0)
+	}
+	return 0
+}
+
+func extremum16Vec(node RedOp, dst, a, b []uint16, inf, nan uint16) int {
+	n := len(dst) &^ 15
+	if n == 0 || !useAVX2 {
+		return 0
+	}
+	extremum16AVX2(dst[:n], a[:n], b[:n], uint64(inf), uint64(nan), flipOf(node))
+	return n
+}
+
+func extremum32Vec(node RedOp, dst, a, b []uint32, inf, nan uint32) int {
+	n := len(dst) &^ 7
+	if n == 0 || !useAVX2 {
+		return 0
+	}
+	extremum32AVX2(dst[:n], a[:n], b[:n], uint64(inf), uint64(nan), flipOf(node))
+	return n
+}
+
+func extremum64Vec(node RedOp, dst, a, b []uint64, inf, nan uint64) int {
+	n := len(dst) &^ 3
+	if n == 0 || !useAVX2 {
+		return 0
+	}
+	extremum64AVX2(dst[:n], a[:n], b[:n], inf, nan, flipOf(node))
+	return n
+}

@@ -144,3 +144,108 @@ loopf16:
 	JB        loopf16
 	VZEROUPPER
 	RET
+
+// The extremum kernels: max (flip 0) or min (flip all ones) of float bit
+// patterns in the order of redop.go's combineBits, a canonical NaN where
+// either operand is a NaN. Per lane: neg = (0 > v), all ones for a
+// negative value; key = v ^ (neg & mag) orders the bit patterns as signed
+// integers as the floats they are, -0 below +0; key ^ flip reverses that
+// order for min; a lane takes a where key(a) > key(b) after the flip, else
+// b (equal keys are equal bits); v & mag > inf (a positive signed compare)
+// finds NaNs. Registers: Y6 mag, Y7 canonical NaN, Y8 inf, Y9 flip, Y10
+// zero.
+//
+// go vet reads no macros: the arguments are loaded in each function.
+#define EXTREMUM_SETUP(BCAST) \
+	MOVQ AX, X8 \
+	BCAST X8, Y8 \
+	MOVQ BX, X7 \
+	BCAST X7, Y7 \
+	MOVQ R8, X9 \
+	BCAST X9, Y9 \
+	VPXOR Y10, Y10, Y10 \
+	VPCMPEQB Y6, Y6, Y6
+
+#define EXTREMUM_BODY(GT, SCALE) \
+	VMOVDQU (SI)(AX*SCALE), Y0 \
+	VMOVDQU (DX)(AX*SCALE), Y1 \
+	GT      Y0, Y10, Y2 \
+	VPAND   Y6, Y2, Y2 \
+	VPXOR   Y0, Y2, Y2 \
+	VPXOR   Y9, Y2, Y2 \
+	GT      Y1, Y10, Y3 \
+	VPAND   Y6, Y3, Y3 \
+	VPXOR   Y1, Y3, Y3 \
+	VPXOR   Y9, Y3, Y3 \
+	GT      Y3, Y2, Y4 \
+	VPBLENDVB Y4, Y0, Y1, Y5 \
+	VPAND   Y6, Y0, Y2 \
+	GT      Y8, Y2, Y2 \
+	VPAND   Y6, Y1, Y3 \
+	GT      Y8, Y3, Y3 \
+	VPOR    Y3, Y2, Y2 \
+	VPBLENDVB Y2, Y7, Y5, Y5 \
+	VMOVDQU Y5, (DI)(AX*SCALE)
+
+// func extremum16AVX2(dst, a, b []uint16, inf, nan, flip uint64)
+TEXT ·extremum16AVX2(SB), NOSPLIT, $0-96
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ inf+72(FP), AX
+	MOVQ nan+80(FP), BX
+	MOVQ flip+88(FP), R8
+	EXTREMUM_SETUP(VPBROADCASTW)
+	VPSRLW $1, Y6, Y6 // mag: 0x7FFF
+	XORQ AX, AX
+
+loopx16:
+	EXTREMUM_BODY(VPCMPGTW, 2)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JB   loopx16
+	VZEROUPPER
+	RET
+
+// func extremum32AVX2(dst, a, b []uint32, inf, nan, flip uint64)
+TEXT ·extremum32AVX2(SB), NOSPLIT, $0-96
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ inf+72(FP), AX
+	MOVQ nan+80(FP), BX
+	MOVQ flip+88(FP), R8
+	EXTREMUM_SETUP(VPBROADCASTD)
+	VPSRLD $1, Y6, Y6 // mag: 0x7FFFFFFF
+	XORQ AX, AX
+
+loopx32:
+	EXTREMUM_BODY(VPCMPGTD, 4)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JB   loopx32
+	VZEROUPPER
+	RET
+
+// func extremum64AVX2(dst, a, b []uint64, inf, nan, flip uint64)
+TEXT ·extremum64AVX2(SB), NOSPLIT, $0-96
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	MOVQ inf+72(FP), AX
+	MOVQ nan+80(FP), BX
+	MOVQ flip+88(FP), R8
+	EXTREMUM_SETUP(VPBROADCASTQ)
+	VPSRLQ $1, Y6, Y6 // mag: 0x7FFFFFFFFFFFFFFF
+	XORQ AX, AX
+
+loopx64:
+	EXTREMUM_BODY(VPCMPGTQ, 8)
+	ADDQ $4, AX
+	CMPQ AX, CX
+	JB   loopx64
+	VZEROUPPER
+	RET

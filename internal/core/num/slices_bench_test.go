@@ -48,3 +48,26 @@ func BenchmarkAddFloat32s(b *testing.B) {
 func BenchmarkAddFloat64s(b *testing.B) {
 	benchKernel(b, 8, AddFloat64s, func(r *rand.Rand) float64 { return r.NormFloat64() })
 }
+
+// benchCombine measures Combine with node over dt (random normal values).
+func benchCombine(b *testing.B, dt DType, node RedOp) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			x, y, dst := make([]byte, s.bytes), make([]byte, s.bytes), make([]byte, s.bytes)
+			for i := range x {
+				x[i], y[i] = byte(r.Uint32()), byte(r.Uint32())
+			}
+			b.SetBytes(int64(2 * s.bytes))
+			for b.Loop() {
+				Combine(dt, node, dst, x, y)
+			}
+		})
+	}
+}
+
+func BenchmarkMaxBFloat16s(b *testing.B) { benchCombine(b, BFloat16Type, Max) }
+func BenchmarkMinFloat16s(b *testing.B)  { benchCombine(b, Float16Type, Min) }
+func BenchmarkMaxFloat32s(b *testing.B)  { benchCombine(b, Float32Type, Max) }
+func BenchmarkMaxFloat64s(b *testing.B)  { benchCombine(b, Float64Type, Max) }
+func BenchmarkMaxInt32s(b *testing.B)    { benchCombine(b, Int32Type, Max) }

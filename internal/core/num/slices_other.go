@@ -8,3 +8,7 @@ func addFloat32sVec(dst, a, b []float32) int   { return 0 }
 func addFloat64sVec(dst, a, b []float64) int   { return 0 }
 func addBFloat16sVec(dst, a, b []BFloat16) int { return 0 }
 func addFloat16sVec(dst, a, b []Float16) int   { return 0 }
+
+func extremum16Vec(node RedOp, dst, a, b []uint16, inf, nan uint16) int { return 0 }
+func extremum32Vec(node RedOp, dst, a, b []uint32, inf, nan uint32) int { return 0 }
+func extremum64Vec(node RedOp, dst, a, b []uint64, inf, nan uint64) int { return 0 }
