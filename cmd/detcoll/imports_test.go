@@ -13,7 +13,7 @@ const module = "github.com/detcoll/detcoll"
 // may depend on: the backends and what they stand on.
 var library = []string{
 	"", "internal/core/base", "internal/backend/cpu", "internal/backend/cuda", "internal/binding/driver", "internal/job/jobenv",
-	"internal/backend/hier", "internal/core/num", "internal/core/proto", "internal/core/settings", "internal/job/store", "internal/core/tree",
+	"internal/backend/hier", "internal/core/num", "internal/core/proto", "internal/core/settings", "internal/job/proc", "internal/job/store", "internal/core/tree",
 }
 
 // tools are the packages of the command, its tools and the tests, never
