@@ -104,7 +104,7 @@ class PureTest(unittest.TestCase):
         self.assertIn('defaultCUDABenchSizes = "%s"' % sm.DEFAULT_SIZES, bench)
         self.assertIn('"warmup", %d,' % sm.DEFAULT_WARMUP, bench)
         self.assertIn('"iterations", %d,' % sm.DEFAULT_ITERATIONS, bench)
-        side = read("internal", "bench", "cudaside.go")
+        side = read("internal", "tools", "bench", "cudaside.go")
         for name, v in (("pipelinedCalls", sm.PIPELINED_CALLS), ("graphCalls", sm.GRAPH_CALLS),
                         ("sampleBytes", sm.SAMPLE_BYTES), ("minCalls", sm.MIN_CALLS)):
             m = re.search(r"\b%s\s*=\s*([0-9<]+(?:\s*<<\s*\d+)?)" % name, side)
@@ -128,7 +128,7 @@ class PureTest(unittest.TestCase):
         self.assertEqual(sm.per_call_us(0.5, 100), 5.0)
 
     def test_report_matches_report_go(self):
-        src = read("internal", "report", "report.go")
+        src = read("internal", "tools", "report", "report.go")
         self.assertEqual(go_struct_tags(src, "Report"), sm.REPORT_FIELDS)
         self.assertEqual(go_struct_tags(src, "Meta"), sm.META_FIELDS)
         self.assertEqual(go_struct_tags(src, "Row"), sm.ROW_FIELDS)
