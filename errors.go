@@ -42,3 +42,17 @@ type (
 	// Op names a collective operation in a Signature.
 	Op = base.Op
 )
+
+// The operations, as a Signature or a TimeoutError names them.
+const (
+	OpAllReduce         = base.OpAllReduce
+	OpReduceScatter     = base.OpReduceScatter
+	OpAllGather         = base.OpAllGather
+	OpBroadcast         = base.OpBroadcast
+	OpBarrier           = base.OpBarrier
+	OpAllGatherMany     = base.OpAllGatherMany
+	OpReduceScatterMany = base.OpReduceScatterMany
+	OpAllReduceStaged   = base.OpAllReduceStaged
+	OpClose             = base.OpClose
+	OpOpen              = base.OpOpen // Open's waits: never in a Signature
+)

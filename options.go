@@ -83,6 +83,19 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
+	o, _, err := o.Resolve()
+	return o, err
+}
+
+// Resolve returns o as Open completes it: Backend, Capacity, Timeout and
+// Logger defaulted; WorldSize, Rank, Addr and Secret from the launcher's
+// environment (detcoll run, torchrun, Open MPI, Slurm) where WorldSize is
+// 0, and a single rank where no launcher is found; Secret from
+// DETCOLL_SECRET where still empty; Device 0 or -1 as the local rank. It
+// also returns the local ranks the launcher gave. Code that must agree
+// with every rank before Open (an engine's own transport: package nccl)
+// starts from it.
+func (o Options) Resolve() (Options, LocalRanks, error) {
 	if o.Backend == "" {
 		o.Backend = "cpu"
 	}
@@ -95,15 +108,15 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	localRank := 0
+	local := LocalRanks{Rank: -1}
 	if o.WorldSize == 0 {
 		job, found, err := jobenv.FromEnv(os.Getenv)
 		if err != nil {
-			return o, fmt.Errorf("%w: %w", base.ErrInvalid, err)
+			return o, local, fmt.Errorf("%w: %w", base.ErrInvalid, err)
 		}
 		if found {
 			o.WorldSize, o.Rank = job.World, job.Rank
-			localRank = job.LocalRank
+			local = LocalRanks{WorldSize: job.LocalWorld, Rank: job.LocalRank}
 			if o.Addr == "" {
 				o.Addr = job.Addr
 			}
@@ -118,9 +131,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.Secret = settings.Get(settings.Secret)
 	}
 	if o.Device == 0 || o.Device == -1 {
-		o.Device = localRank
+		o.Device = max(local.Rank, 0)
 	}
-	return o, nil
+	return o, local, nil
 }
 
 func (o Options) validate() error {

@@ -50,8 +50,9 @@
 //
 // # Imports
 //
-// It imports the root package, internal/core/base, internal/job/jobenv,
-// internal/job/store, internal/binding/driver and internal/binding/nccl (the dlopen
-// binding of NCCL). The library never imports it: a program that wants
-// the cuda backend across hosts does.
+// It is built on the public API: the root package (Options.Resolve, the
+// job's rendezvous through JoinJob, the public errors), plus
+// internal/core/settings (its variable), internal/binding/driver and
+// internal/binding/nccl (the dlopen binding of NCCL). The library never
+// imports it: a program that wants the cuda backend across hosts does.
 package nccl

@@ -12,7 +12,6 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
 	ncclapi "github.com/detcoll/detcoll/internal/binding/nccl"
-	"github.com/detcoll/detcoll/internal/core/base"
 )
 
 // Interconnect is a detcoll.Interconnect over NCCL: this rank's rail (its
@@ -20,7 +19,7 @@ import (
 // (the setup of the host's communicator, failures). detcoll.Open and
 // Comm.Close use it; a program only passes it on, in Options.
 type Interconnect struct {
-	m                    *member
+	m                    *detcoll.Job
 	hosts, host, perHost int
 	timeout              time.Duration
 	dev                  driver.Device
@@ -49,7 +48,7 @@ type Interconnect struct {
 // openRails sets up this rank's rail: NCCL and the driver loaded, the
 // rank's GPU's context, the rail's unique ids from the store and its two
 // communicators. On error it undoes what it did.
-func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, perHost int) (_ *Interconnect, err error) {
+func openRails(ctx context.Context, m *detcoll.Job, o detcoll.Options, hosts, host, perHost int) (_ *Interconnect, err error) {
 	if err := ncclapi.Load(); err != nil {
 		return nil, err
 	}
@@ -59,7 +58,7 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 	dev, err := driver.DeviceGet(o.Device)
 	if err != nil {
 		driver.Unload()
-		return nil, fmt.Errorf("%w: nccl: device %d: %w", base.ErrUnavailable, o.Device, err)
+		return nil, fmt.Errorf("%w: nccl: device %d: %w", detcoll.ErrUnavailable, o.Device, err)
 	}
 	cuctx, err := dev.PrimaryCtxRetain()
 	if err != nil {
@@ -131,7 +130,7 @@ func openRails(ctx context.Context, m *member, o detcoll.Options, hosts, host, p
 // goroutine of its own, and the wait for it ends at ctx's end or when a
 // rank fails (the store). A communicator that comes up after that is
 // aborted as it arrives.
-func (ic *Interconnect) initComm(ctx context.Context, m *member, id ncclapi.UniqueID, g int) (ncclapi.Comm, error) {
+func (ic *Interconnect) initComm(ctx context.Context, m *detcoll.Job, id ncclapi.UniqueID, g int) (ncclapi.Comm, error) {
 	type result struct {
 		comm ncclapi.Comm
 		err  error
@@ -157,15 +156,15 @@ func (ic *Interconnect) initComm(ctx context.Context, m *member, id ncclapi.Uniq
 	select {
 	case r := <-ch:
 		return r.comm, r.err
-	case <-m.client.Done():
+	case <-m.Done():
 		late()
-		return 0, publicError(m.client.Err())
+		return 0, m.Err()
 	case <-ctx.Done():
 		late()
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return 0, ctx.Err()
 		}
-		return 0, &base.TimeoutError{Op: base.OpOpen, After: ic.timeout,
+		return 0, &detcoll.TimeoutError{Op: detcoll.OpOpen, After: ic.timeout,
 			Phase: fmt.Sprintf("ncclCommInitRank of the rail of local rank %d (%d hosts)", g, ic.hosts)}
 	}
 }
@@ -273,7 +272,7 @@ func (ic *Interconnect) usable() error {
 
 // errAborting is what a call gets if a failure's cause is not recorded in
 // time (it should not happen: fail bounds the abort).
-var errAborting = fmt.Errorf("%w: nccl: the rail is being aborted", base.ErrPeerLost)
+var errAborting = fmt.Errorf("%w: nccl: the rail is being aborted", detcoll.ErrPeerLost)
 
 // wait polls the signatures' stream until its gather is done, ctx ends or
 // the rail fails.
@@ -434,14 +433,14 @@ func (ic *Interconnect) blame(err error) error {
 	t := time.NewTimer(blameWait)
 	defer t.Stop()
 	select {
-	case <-ic.m.client.Done():
-		return publicError(ic.m.client.Err())
+	case <-ic.m.Done():
+		return ic.m.Err()
 	case <-t.C:
 	}
 	if ic.hosts == 2 {
-		peer := (1-ic.host)*ic.perHost + ic.m.rank%ic.perHost
-		return &base.RankError{Rank: peer, Err: base.ErrPeerLost,
-			Reason: fmt.Sprintf("the rail of local rank %d broke, seen by rank %d: %v", ic.m.rank%ic.perHost, ic.m.rank, err)}
+		peer := (1-ic.host)*ic.perHost + ic.m.Rank()%ic.perHost
+		return &detcoll.RankError{Rank: peer, Err: detcoll.ErrPeerLost,
+			Reason: fmt.Sprintf("the rail of local rank %d broke, seen by rank %d: %v", ic.m.Rank()%ic.perHost, ic.m.Rank(), err)}
 	}
 	return err
 }
@@ -459,8 +458,8 @@ func (ic *Interconnect) watch() {
 		select {
 		case <-ic.stop:
 			return
-		case <-ic.m.client.Done():
-			ic.fail(publicError(ic.m.client.Err()))
+		case <-ic.m.Done():
+			ic.fail(ic.m.Err())
 			return
 		case <-tick.C:
 			if ic.stopping.Load() {
@@ -468,7 +467,7 @@ func (ic *Interconnect) watch() {
 			}
 			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
 				if err := c.AsyncError(); err != nil {
-					ic.failNCCL(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", base.ErrPeerLost, ic.m.rank%ic.perHost, err))
+					ic.failNCCL(fmt.Errorf("%w: nccl: the rail of local rank %d: %w", detcoll.ErrPeerLost, ic.m.Rank()%ic.perHost, err))
 					return
 				}
 			}
@@ -559,7 +558,7 @@ func (ic *Interconnect) Close() error {
 			err = fmt.Errorf("nccl: ncclCommAbort or ncclCommDestroy has not returned; the stream, buffers and context are left")
 			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
 			defer cancel()
-			ic.m.leave(ctx)
+			ic.m.Leave(ctx, nil)
 			return
 		}
 		ic.onDevice(func() error {
@@ -576,7 +575,7 @@ func (ic *Interconnect) Close() error {
 		driver.Unload()
 		ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
 		defer cancel()
-		err = ic.m.leave(ctx)
+		err = ic.m.Leave(ctx, nil)
 	})
 	return err
 }
@@ -586,18 +585,18 @@ func (ic *Interconnect) Close() error {
 // communicator runs the same setup), and each host keeps its own ranks'
 // values. A failure anywhere in the job is a failure here.
 type hostView struct {
-	m        *member
+	m        *detcoll.Job
 	first, n int
 }
 
 func (v hostView) AllGather(ctx context.Context, name string, value []byte) ([][]byte, error) {
-	all, err := v.m.client.AllGather(ctx, "host/"+name, value)
+	all, err := v.m.AllGather(ctx, "host/"+name, value)
 	if err != nil {
-		return nil, publicError(err)
+		return nil, err
 	}
 	return all[v.first : v.first+v.n], nil
 }
 
-func (v hostView) Fail(reason string)    { v.m.client.Fail(reason) }
-func (v hostView) Done() <-chan struct{} { return v.m.client.Done() }
-func (v hostView) Err() error            { return publicError(v.m.client.Err()) }
+func (v hostView) Fail(reason string)    { v.m.Fail(reason) }
+func (v hostView) Done() <-chan struct{} { return v.m.Done() }
+func (v hostView) Err() error            { return v.m.Err() }

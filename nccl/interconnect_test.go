@@ -3,13 +3,13 @@ package nccl
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/detcoll/detcoll"
-	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // These tests run the Interconnect's failure logic and its view of the
@@ -17,23 +17,24 @@ import (
 // rank) in this process, and an Interconnect whose NCCL communicators are
 // none (aborting them fails harmlessly: NCCL is not loaded).
 
-// twoRanks starts a store of two ranks and joins both; members[r] is rank r's.
-func twoRanks(t *testing.T) [2]*member {
+// twoRanks joins two ranks to a job (rank 0 hosting its store, as
+// detcoll.JoinJob does); ms[r] is rank r's.
+func twoRanks(t *testing.T) [2]*detcoll.Job {
 	t.Helper()
-	secret := []byte("test secret")
-	srv, err := store.Listen("127.0.0.1:0", 2, secret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for rank 0's store
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ms [2]*member
+	addr := ln.Addr().String()
+	ln.Close()
+	var ms [2]*detcoll.Job
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for r := range ms {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			cl, err := store.Dial(ctx, srv.Addr(), r, 2, secret)
-			ms[r], errs[r] = &member{rank: r, client: cl}, err
+			ms[r], errs[r] = detcoll.JoinJob(ctx, detcoll.Options{WorldSize: 2, Rank: r, Addr: addr, Secret: "test secret"})
 		})
 	}
 	wg.Wait()
@@ -42,14 +43,13 @@ func twoRanks(t *testing.T) [2]*member {
 			t.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	ms[0].server = srv
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
 		for _, m := range ms {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
-				m.leave(ctx)
+				m.Leave(ctx, nil)
 			})
 		}
 		wg.Wait()
@@ -57,7 +57,7 @@ func twoRanks(t *testing.T) [2]*member {
 	return ms
 }
 
-func rail(m *member, host int) *Interconnect {
+func rail(m *detcoll.Job, host int) *Interconnect {
 	return &Interconnect{m: m, hosts: 2, host: host, perHost: 1, timeout: 10 * time.Second,
 		done: make(chan struct{}), stop: make(chan struct{})}
 }
@@ -86,7 +86,7 @@ func TestBlameTakesTheStoresWord(t *testing.T) {
 	ic := rail(ms[0], 0)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		ms[1].client.Fail("rank 1 ran out of memory")
+		ms[1].Fail("rank 1 ran out of memory")
 	}()
 	start := time.Now()
 	err := ic.blame(errors.New("ncclRemoteError"))
