@@ -114,42 +114,42 @@ func layerOf(pkg string) int {
 // TestLayers holds every package's imports (tests' aside) to the layers,
 // with cgo on and off.
 func TestLayers(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
 	for _, cgo := range []string{"0", "1"} {
-		for _, pkg := range goList(t, cgo, module+"/...") {
+		cmd := exec.CommandContext(t.Context(), goTool, "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...")
+		cmd.Env = append(cmd.Environ(), "CGO_ENABLED="+cgo)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list (CGO_ENABLED=%s): %v", cgo, err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			pkg := relative(fields[0])
 			from := layerOf(pkg)
 			if from < 0 {
 				t.Errorf("CGO_ENABLED=%s: %q is in no layer: put it in one of the README's folders", cgo, pkg)
 				continue
 			}
-			path := module
-			if pkg != "" {
-				path += "/" + pkg
-			}
-			for _, imp := range goListImports(t, cgo, path) {
-				if to := layerOf(imp); to > from {
-					t.Errorf("CGO_ENABLED=%s: %q imports %q, of a later layer", cgo, pkg, imp)
+			for _, imp := range fields[1:] {
+				if !strings.HasPrefix(imp, module) {
+					continue
+				}
+				if to := layerOf(relative(imp)); to > from {
+					t.Errorf("CGO_ENABLED=%s: %q imports %q, of a later layer", cgo, pkg, relative(imp))
 				}
 			}
 		}
 	}
 }
 
-// goListImports returns the module's packages that pkg imports directly.
-func goListImports(t *testing.T, cgo, pkg string) []string {
-	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "go", "list", "-f", `{{join .Imports "\n"}}`, pkg)
-	cmd.Env = append(cmd.Environ(), "CGO_ENABLED="+cgo)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list %s: %v", pkg, err)
+// relative is a module package's path relative to the module ("" for the
+// root).
+func relative(path string) string {
+	if path == module {
+		return ""
 	}
-	var pkgs []string
-	for _, p := range strings.Fields(string(out)) {
-		if p == module {
-			pkgs = append(pkgs, "")
-		} else if rel, ok := strings.CutPrefix(p, module+"/"); ok {
-			pkgs = append(pkgs, rel)
-		}
-	}
-	return pkgs
+	return strings.TrimPrefix(path, module+"/")
 }

@@ -45,11 +45,10 @@ type DeviceRail interface {
 }
 
 // DeviceExchanger is a DeviceRail that also trades device memory with one
-// rank of the rail at a time (NCCL's send and receive): with four or more
-// hosts, a power of two, all-reduces and reduce-scatters then halve along
-// the rail as the host path does (railSum), moving the bandwidth-optimal
-// share. (With two hosts an all-reduce moves the same bytes either way,
-// and the gathering path is the one that ran on a GPU.)
+// rank of the rail at a time (NCCL's send and receive): with a power of
+// two of hosts, reduce-scatters then halve along the rail as the host path
+// does, and so do all-reduces from four hosts on, moving the
+// bandwidth-optimal share (halvesDevice).
 type DeviceExchanger interface {
 	// ExchangeDevice queues on s the sending of sendN bytes at send to the
 	// rail's rank on host peer and the receiving of recvN bytes from it
@@ -174,6 +173,12 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	if c.dev == nil {
 		return base.Invalidf("%vDevice on a host communicator", req.Op)
 	}
+	if req.Red != num.Sum {
+		// The host's kernels and T over the hosts sum; the other
+		// operators wait for the cuda backend's (every rank refuses
+		// alike, before the meeting).
+		return base.Invalidf("%vDevice/%v: across hosts on GPUs detcoll sums only, so far", req.Op, req.Red)
+	}
 	out := 0
 	if len(req.Out) > 0 {
 		out = req.Out[0].Len
@@ -246,7 +251,7 @@ const (
 // in and out are the caller's (in, for a staged all-reduce, the staging).
 func (c *Comm) runDevice(req *base.DeviceRequest, in, out base.DeviceBuf) error {
 	dt, st := req.DType, req.Stream
-	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, scheduleBytes(req.Op, in.Len, out.Len), req.Root, c.halvesDevice(req.Op)))
+	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, req.Red, scheduleBytes(req.Op, in.Len, out.Len), req.Root, c.halvesDevice(req.Op)))
 	sizes, used := proto.ScratchSizes(c.steps)
 	var at [proto.NumHostBufs]uint64
 	at[proto.BufIn], at[proto.BufOut] = in.Addr, out.Addr

@@ -3,6 +3,7 @@ package hier_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -322,5 +323,25 @@ func TestDeviceNeedsADeviceRail(t *testing.T) {
 	_, err := hier.New(hier.Config{Hosts: 2, Host: 0, PerHost: 1, Local: &fakeDevice{a: newArena()}, Rail: rail{newGroup(2), 0, nil}})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("device memory")) {
 		t.Fatalf("New = %v, want a refusal naming device memory", err)
+	}
+}
+
+// TestDeviceRefusesOtherOperators: across hosts on GPUs only sums are
+// served so far; any other operator is refused on every rank, with
+// ErrInvalid, rather than summed.
+func TestDeviceRefusesOtherOperators(t *testing.T) {
+	comms, a := deviceJob(t, 2, 2, 1<<16)
+	for _, red := range []num.RedOp{num.Avg, num.Max, num.Min, num.PreMulSum} {
+		errs := each(comms, func(r int, c *hier.Comm) error {
+			in, _ := guarded(a, make([]byte, 64), 1)
+			out, _ := guarded(a, make([]byte, 64), 1)
+			return c.Enqueue(&base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float32Type, Red: red,
+				In: []base.DeviceBuf{{Addr: in, Len: 64}}, Out: []base.DeviceBuf{{Addr: out, Len: 64}}})
+		})
+		for r, err := range errs {
+			if !errors.Is(err, base.ErrInvalid) {
+				t.Errorf("%v: rank %d: %v; want ErrInvalid", red, r, err)
+			}
+		}
 	}
 }

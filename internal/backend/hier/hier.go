@@ -284,9 +284,6 @@ func (c *Comm) Do(req *base.Request) error {
 	if c.dev != nil && req.Op != base.OpBarrier {
 		return c.local.Do(req) // which refuses host memory, saying why
 	}
-	if c.dev != nil && req.Red != num.Sum {
-		return base.Invalidf("%v/%v: across hosts on GPUs detcoll sums only, so far", req.Op, req.Red)
-	}
 	c.hostRed, c.scalar, c.node = req.Red, req.Scalar, req.Red.Node()
 	if req.Red == num.Avg {
 		c.hostRed = num.Sum

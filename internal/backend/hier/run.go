@@ -8,12 +8,13 @@ import (
 	"github.com/detcoll/detcoll/internal/core/proto"
 )
 
-// hostCall is the schedule's view of one buffer pair of req: the same for
-// host and device memory, but for the halving policy (see New).
-func (c *Comm) hostCall(op base.Op, dt num.DType, bytes, root int, halving bool) proto.HostCall {
+// hostCall is the schedule's view of one buffer pair of a call with
+// operator red: the same for host and device memory, but for the halving
+// policy (see New).
+func (c *Comm) hostCall(op base.Op, dt num.DType, red num.RedOp, bytes, root int, halving bool) proto.HostCall {
 	return proto.HostCall{Op: op, Hosts: c.hosts, Host: c.host, PerHost: c.G, Local: c.g,
 		Bytes: bytes, ElemSize: dt.Size(), Root: root, Halving: halving,
-		LocalAlways: c.hostRed == num.PreMulSum}
+		LocalAlways: red == num.PreMulSum}
 }
 
 // scheduleBytes is the size HostCall wants of one buffer pair: the
@@ -29,7 +30,7 @@ func scheduleBytes(op base.Op, in, out int) int {
 // in and out are the caller's (in, for a staged all-reduce, the staging).
 func (c *Comm) runHost(ctx context.Context, req *base.Request, in, out []byte) error {
 	dt := req.DType
-	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, scheduleBytes(req.Op, len(in), len(out)), req.Root, c.ex != nil))
+	c.steps = proto.HostSchedule(c.steps[:0], c.hostCall(req.Op, dt, req.Red, scheduleBytes(req.Op, len(in), len(out)), req.Root, c.ex != nil))
 	sizes, _ := proto.ScratchSizes(c.steps)
 	mem := func(r proto.Ref) []byte {
 		var b []byte

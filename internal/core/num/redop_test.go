@@ -3,12 +3,12 @@ package num
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/detcoll/detcoll/internal/core/settings"
 	"github.com/detcoll/detcoll/internal/testkit/testseed"
 )
 
@@ -47,7 +47,7 @@ func f16IsNaN(v uint16) bool  { return v&0x7FFF > 0x7C00 }
 // mantissas 0, 1, the middle one and the largest, which covers every
 // boundary of the order (Max and Min only ever pick an operand).
 func pairOperands(mbits int) []uint16 {
-	if os.Getenv("DETCOLL_EXHAUSTIVE") == "1" {
+	if settings.Get(settings.Exhaustive) == "1" {
 		all := make([]uint16, 1<<16)
 		for i := range all {
 			all[i] = uint16(i)

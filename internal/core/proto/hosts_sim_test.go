@@ -19,6 +19,10 @@ import (
 // whose ranks do not meet on the same collectives deadlocks the simulator
 // and fails.
 func TestHostSchedulesAreTheFlatTree(t *testing.T) {
+	elems := []int{1, 3, 8, 13}
+	if testing.Short() {
+		elems = []int{3, 13}
+	}
 	for _, H := range []int{1, 2, 3, 4, 5, 8} {
 		for _, G := range []int{1, 2, 4} {
 			for _, halving := range []bool{false, true} {
@@ -26,16 +30,20 @@ func TestHostSchedulesAreTheFlatTree(t *testing.T) {
 					continue
 				}
 				for _, local := range []bool{false, true} {
-					for _, n := range []int{1, 3, 8, 13} {
-						for _, op := range []base.Op{base.OpAllReduce, base.OpReduceScatter, base.OpAllGather, base.OpBroadcast} {
-							roots := []int{0}
-							if op == base.OpBroadcast {
-								roots = []int{0, H*G - 1, H * G / 2}
-							}
-							for _, root := range roots {
-								name := fmt.Sprintf("%v/%dx%d/halving=%v/local-always=%v/n=%d/root=%d", op, H, G, halving, local, n, root)
-								if err := simulateHosts(op, H, G, n, root, halving, local); err != nil {
-									t.Errorf("%s: %v", name, err)
+					for _, n := range elems {
+						for _, size := range []int{1, 2, 4} {
+							for _, op := range []base.Op{base.OpAllReduce, base.OpReduceScatter, base.OpAllGather, base.OpBroadcast} {
+								roots := []int{0}
+								if op == base.OpBroadcast {
+									roots = []int{0, H*G - 1, H * G / 2}
+								}
+								for _, root := range roots {
+									for _, inPlace := range []bool{false, true} {
+										name := fmt.Sprintf("%v/%dx%d/halving=%v/local-always=%v/n=%d/size=%d/root=%d/in-place=%v", op, H, G, halving, local, n, size, root, inPlace)
+										if err := simulateHosts(op, H, G, n, size, root, halving, local, inPlace); err != nil {
+											t.Errorf("%s: %v", name, err)
+										}
+									}
 								}
 							}
 						}
@@ -58,11 +66,15 @@ type hostRank struct {
 
 func (r *hostRank) at(ref Ref) []string { return r.mem[ref.Buf][ref.Off : ref.Off+ref.N] }
 
-// simulateHosts runs op with n elements (per rank: all-reduce's and
-// broadcast's buffer, reduce-scatter's output, all-gather's input) over H
-// hosts of G ranks and checks every output.
-func simulateHosts(op base.Op, H, G, n, root int, halving, localAlways bool) error {
-	W := H * G
+// simulateHosts runs op with elems elements of size bytes (per rank:
+// all-reduce's and broadcast's buffer, reduce-scatter's output,
+// all-gather's input) over H hosts of G ranks and checks every output,
+// byte by byte (a byte's expression names it: a schedule that mixed
+// bytes and elements up would move the names). In place, the output is
+// the input (all-reduce), or is the rank's share of it (reduce-scatter),
+// or holds it in the rank's slot (all-gather), as NCCL allows.
+func simulateHosts(op base.Op, H, G, elems, size, root int, halving, localAlways, inPlace bool) error {
+	W, n := H*G, elems*size
 	inLen, outLen := n, n
 	switch op {
 	case base.OpReduceScatter:
@@ -72,7 +84,7 @@ func simulateHosts(op base.Op, H, G, n, root int, halving, localAlways bool) err
 	}
 	ranks := make([]*hostRank, W)
 	for r := range ranks {
-		call := HostCall{Op: op, Hosts: H, Host: r / G, PerHost: G, Local: r % G, Bytes: n, ElemSize: 1,
+		call := HostCall{Op: op, Hosts: H, Host: r / G, PerHost: G, Local: r % G, Bytes: n, ElemSize: size,
 			Root: root, Halving: halving, LocalAlways: localAlways}
 		rk := &hostRank{steps: HostSchedule(nil, call)}
 		sizes, _ := ScratchSizes(rk.steps)
@@ -82,14 +94,24 @@ func simulateHosts(op base.Op, H, G, n, root int, halving, localAlways bool) err
 				rk.mem[b][i] = "garbage" // scratch is never read before it is written
 			}
 		}
-		rk.mem[BufIn] = make([]string, inLen)
-		for i := range rk.mem[BufIn] {
-			rk.mem[BufIn][i] = fmt.Sprintf("r%d.%d", r, i)
+		in, out := make([]string, inLen), make([]string, outLen)
+		if inPlace {
+			switch op {
+			case base.OpAllReduce:
+				out = in
+			case base.OpReduceScatter:
+				out = in[r*n : (r+1)*n]
+			case base.OpAllGather:
+				in = out[r*n : (r+1)*n]
+			}
 		}
-		rk.mem[BufOut] = make([]string, outLen)
+		for i := range in {
+			in[i] = fmt.Sprintf("r%d.%d", r, i)
+		}
 		if op == base.OpBroadcast {
-			copy(rk.mem[BufOut], rk.mem[BufIn])
+			copy(out, in)
 		}
+		rk.mem[BufIn], rk.mem[BufOut] = in, out
 		if sizes[BufIn] > inLen || sizes[BufOut] > outLen {
 			return fmt.Errorf("rank %d: the steps reach past the caller's buffers (in %d of %d, out %d of %d)", r, sizes[BufIn], inLen, sizes[BufOut], outLen)
 		}

@@ -109,10 +109,10 @@ var Vars = []Var{
 }
 
 // Get returns the value of the variable name, which must be one of Vars
-// or a test harness's (DETCOLL_TEST_*): an unlisted name is a programming
-// error and panics.
+// or a test harness's (DETCOLL_TEST_*, DETCOLL_MPI_TEST_*): an unlisted
+// name is a programming error and panics.
 func Get(name string) string {
-	if _, ok := lookup(name); !ok && !strings.HasPrefix(name, "DETCOLL_TEST_") {
+	if _, ok := lookup(name); !ok && !strings.HasPrefix(name, "DETCOLL_TEST_") && !strings.HasPrefix(name, "DETCOLL_MPI_TEST_") {
 		panic(fmt.Sprintf("settings: %s is not in the list (internal/core/settings)", name))
 	}
 	return os.Getenv(name)

@@ -90,17 +90,25 @@ func readStat(pid int) (stat, error) {
 
 // Running reports whether the process of id still runs, and if not, why:
 // it is gone, a zombie, exiting (its teardown has begun), or its pid now
-// names another process.
+// names another process. What cannot be read proves nothing: a process
+// that the signal test finds but whose /proc entry is hidden (hidepid,
+// another user) runs. A program whose main thread ended while others run
+// on shows as a zombie, and counts as gone: detcoll's ranks (Go, Python)
+// end with their main thread.
 func Running(id Identity) (bool, string) {
-	if err := syscall.Kill(id.PID, 0); errors.Is(err, syscall.ESRCH) {
+	if id.PID <= 0 {
+		return true, "" // no process named: nothing to say
+	}
+	kerr := syscall.Kill(id.PID, 0)
+	if errors.Is(kerr, syscall.ESRCH) {
 		return false, fmt.Sprintf("its process %d is gone", id.PID)
 	}
 	st, err := readStat(id.PID)
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return false, fmt.Sprintf("its process %d is gone", id.PID)
+	case errors.Is(err, os.ErrNotExist) && kerr == nil:
+		return false, fmt.Sprintf("its process %d is gone", id.PID) // it ended between the two looks
 	case err != nil:
-		return true, "" // no /proc to read: the signal's answer stands
+		return true, "" // hidden or unreadable: the signal's answer stands
 	case st.state == 'Z' || st.state == 'X':
 		return false, fmt.Sprintf("its process %d has exited", id.PID)
 	case st.flags&pfExiting != 0:

@@ -40,6 +40,9 @@ type Client struct {
 	closeStarted bool                // guarded by mu
 	acked        bool                // guarded by mu; byeAcked is closed
 	shut         bool                // guarded by mu; Close closed the connection: read errors are expected
+
+	watchOnce sync.Once      // the server's process is watched once (procwatch.go)
+	watching  sync.WaitGroup // that watcher, which Close waits for
 }
 
 // Dial connects rank of a job of world ranks to the store at addr and
@@ -262,6 +265,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.out.stop()
 	<-c.readerDone
 	<-c.out.done
+	c.watching.Wait()
 	close(c.closed)
 	return err
 }
@@ -293,7 +297,7 @@ func (c *Client) read(r *bufio.Reader) {
 		switch m.typ {
 		case tPing:
 		case tProc:
-			go c.watchServer(m.value)
+			c.watchOnce.Do(func() { c.watching.Go(func() { c.watchServer(m.value) }) })
 		case tOK, tValue, tGathered, tError:
 			c.mu.Lock()
 			reply, ok := c.pending[m.id]

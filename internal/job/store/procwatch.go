@@ -35,7 +35,7 @@ func watchable(value []byte) (proc.Identity, bool) {
 	if err := json.Unmarshal(value, &id); err != nil {
 		return id, false
 	}
-	return id, id.PID != os.Getpid() && proc.SameMachine(self(), id)
+	return id, id.PID > 0 && id.PID != os.Getpid() && proc.SameMachine(self(), id)
 }
 
 // watchLocked starts watching rank's process, as its tProc describes it.
@@ -91,8 +91,11 @@ func (s *Server) watchProcs() {
 }
 
 // watchServer checks the server's process, as its tProc describes it,
-// until Close starts or the job fails; then the client reports rank 0
-// lost, as when the connection ends.
+// until Close starts or the job fails; a server whose process is exiting
+// or gone before then is rank 0 lost, as when the connection ends. Once
+// Close has started the connection's end speaks for the server: rank 0's
+// process may exit as soon as it has received every goodbye, before this
+// client has read its acknowledgement.
 func (c *Client) watchServer(value []byte) {
 	id, ok := watchable(value)
 	if !ok {
@@ -110,7 +113,7 @@ func (c *Client) watchServer(value []byte) {
 		}
 		if running, why := proc.Running(id); !running {
 			c.mu.Lock()
-			if !c.acked && !c.shut {
+			if !c.closeStarted && !c.acked && !c.shut {
 				c.failLocked(&PeerError{Rank: 0, Reason: "the store server: " + why})
 			}
 			c.mu.Unlock()

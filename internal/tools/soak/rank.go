@@ -143,7 +143,7 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 		time.AfterFunc(kill.After, killNow)
 	}
 	run, runErr := runOn(ctx, c, cfg, pl, progress)
-	run.DeviceFreeBefore, run.Hosts = res.DeviceFreeBefore, opts.Hosts
+	run.DeviceFreeBefore, run.Hosts, run.openAt = res.DeviceFreeBefore, opts.Hosts, res.openAt
 	*res = *run
 	if runErr != nil && res.err == nil { // refused before any call
 		res.err, res.errAt, res.phase, res.Error = runErr, time.Now(), PhaseCall, runErr.Error()
@@ -208,6 +208,8 @@ func watchdog(dir string, rank int, k *Kill, phase *atomic.Value, settled, hung 
 		if rec.At == 0 && readJSON(killFile(dir), &rec) != nil {
 			continue
 		}
+		// From the kill, not from this rank's Open as the time to error
+		// may be: all at once, as above; 5 bounds cover a late start.
 		after := 5 * k.Bound
 		if settled.Load() || time.Since(time.Unix(0, rec.At)) < after {
 			continue
@@ -267,7 +269,7 @@ func survive(dir string, k *Kill, res *RankResult) *Survivor {
 	case rec.At == 0:
 		s.Why = "the killed rank left no record of its kill"
 	case s.TimeToErrorMS > ms(k.Bound):
-		s.Why = fmt.Sprintf("the error came %.1f ms after the kill, over the bound of %v", s.TimeToErrorMS, k.Bound)
+		s.Why = fmt.Sprintf("the error came %.1f ms after the kill (or after this rank entered Open, if later), over the bound of %v", s.TimeToErrorMS, k.Bound)
 	default:
 		s.OK = true
 	}
