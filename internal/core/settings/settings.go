@@ -72,7 +72,7 @@ var Vars = []Var{
 	{Addr, "The job", "Open (internal/job/jobenv)", false, "host:port of rank 0's rendezvous, when no launcher variable gives one (`detcoll run` sets it)"},
 	{Secret, "The job", "Open", false, "the job's shared secret for the rendezvous; never written to reports"},
 	{SHMDir, "The job", "the cpu backend's Open", false, "where shared-memory segments live (default /dev/shm); tests give each job its own"},
-	{StoreSilence, "The job", "the rendezvous store", false, "how long a silent peer may stay so before it counts as lost (default 5s)"},
+	{StoreSilence, "The job", "the rendezvous store", false, "how long a silent peer may stay so before it counts as lost (default 5s within a machine, 900ms from another)"},
 	{VirtualHosts, "The job", "packages nccl and mpi", false, "run the ranks as this many hosts on one machine (bench, verify and soak set it for `--hosts`)"},
 
 	{CacheDir, "GPUs", "the kernel cache (internal/binding/driver)", false, "where kernels compiled by NVRTC are kept (default ~/.cache/detcoll/kernels)"},

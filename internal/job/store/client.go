@@ -297,6 +297,7 @@ func (c *Client) read(r *bufio.Reader) {
 		switch m.typ {
 		case tPing:
 		case tProc:
+			limit = peerLimit(m.value)
 			c.watchOnce.Do(func() { c.watching.Go(func() { c.watchServer(m.value) }) })
 		case tOK, tValue, tGathered, tError:
 			c.mu.Lock()

@@ -19,10 +19,14 @@
 //   - a rank's connection ends without a goodbye (crash, kill -9, a reset,
 //     a protocol error): the kernel closes the socket of a dead process, so
 //     the server sees it at once;
-//   - a rank says nothing for the silence limit (5 s, DETCOLL_STORE_SILENCE;
-//     every end pings every 250 ms): a stopped process, or a killed one whose
-//     teardown holds its sockets open (liveness.go); a silent server is the
-//     failure of rank 0;
+//   - a rank of this machine is exiting or gone, by its process
+//     (procwatch.go: every 50 ms, even while its teardown holds its sockets
+//     open);
+//   - a rank says nothing for the silence limit (every end pings every
+//     100 ms; 5 s within a machine, 900 ms from another,
+//     DETCOLL_STORE_SILENCE for both): a stopped process, a vanished host,
+//     or a killed one whose teardown holds its sockets open (liveness.go);
+//     a silent server is the failure of rank 0;
 //   - a rank calls Client.Fail(reason);
 //   - the server goes away (rank 0's process dies, or Server.Close runs while
 //     ranks are connected): every client sees this as the failure of rank 0;

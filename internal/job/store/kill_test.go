@@ -38,6 +38,16 @@ var roles = map[string]ranktest.Role{
 	// "orphan": a client whose connection a child process of its own
 	// (sleep) also holds, so that the connection outlives it.
 	"orphan": func() error { return runChild("orphan") },
+	// "remote": a client that claims another machine's identity, so that
+	// the store holds it to the remote silence limit.
+	"remote": func() error {
+		self = func() proc.Identity {
+			id := proc.Self()
+			id.Boot = "another machine's boot id"
+			return id
+		}
+		return runChild("client")
+	},
 	"server": func() error { return runChild("server") },
 	"fail":   func() error { return runChild("fail") },
 }
@@ -180,6 +190,40 @@ func TestKillHeldConnection(t *testing.T) {
 		}
 	}
 	t.Logf("SIGKILL of rank %d's process, its connection held open, to Done on every other rank: %v", victim, slowest)
+}
+
+// TestStoppedRemoteClient: a rank on another machine (its identity says
+// so) that stops is found by its silence within the remote limit, under a
+// second, where one of this machine waits for the long limit.
+func TestStoppedRemoteClient(t *testing.T) {
+	checkLeaks(t)
+	const world, victim = 3, 2
+	s := newServer(t, world, defaultHandshakeTimeout)
+	clients := []*Client{dialRank(t, s.Addr(), 0, world), dialRank(t, s.Addr(), 1, world)}
+	child, _ := startChild(t, "remote", addrEnv+"="+s.Addr(), rankEnv+"="+strconv.Itoa(victim), worldEnv+"="+strconv.Itoa(world))
+	time.Sleep(3 * remoteSilence / 2) // the identities are traded, and a healthy remote rank is not found silent
+	select {
+	case <-clients[0].Done():
+		t.Fatalf("the job failed before anything stopped: %v", clients[0].Err())
+	default:
+	}
+	start := time.Now()
+	stop(t, child)
+	var slowest time.Duration
+	for _, c := range clients {
+		d := waitDone(t, c, start, 3*time.Second)
+		slowest = max(slowest, d)
+		if d < remoteSilence-2*pingEvery {
+			t.Errorf("found after %v, before the remote silence limit %v", d, remoteSilence)
+		}
+		if pe := wantPeerError(t, "Err()", c.Err(), victim); !strings.Contains(pe.Reason, "no word from rank 2") {
+			t.Errorf("reason %q; want it to say the rank was silent", pe.Reason)
+		}
+	}
+	if slowest > 1500*time.Millisecond {
+		t.Errorf("a stopped remote rank was found after %v; want about %v", slowest, remoteSilence)
+	}
+	t.Logf("SIGSTOP of a remote rank to Done on every other rank: %v (limit %v)", slowest, remoteSilence)
 }
 
 // TestKillServer kills rank 0's process, which hosts the store: every other

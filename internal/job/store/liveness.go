@@ -20,29 +20,60 @@ import (
 // that rank, a client reports rank 0 (the server) lost. Any frame counts,
 // not only pings.
 //
-// The limit is long against a healthy process's scheduling (a ping is a
-// few bytes, sent by a goroutine the Go runtime schedules whatever the
-// rest of the process does) and short against the default timeout of ten
-// minutes; DETCOLL_STORE_SILENCE overrides it (a Go duration).
+// Two limits. Between processes of one machine, whose deaths the process
+// watch finds at once (procwatch.go), silence only has to find a process
+// that is stopped or hung: 5 s, long against any scheduling hiccup. A peer
+// on another machine can only be found by its silence when its machine
+// is gone, or late when its sockets outlive it (a GPU process's
+// teardown): there the limit is remoteSilence, under a second, as the
+// contract bounds the time to a lost rank's error. Both are long against a
+// healthy process's scheduling (a ping is a few bytes, sent by a
+// goroutine the Go runtime schedules whatever the rest of the process
+// does, nine of them per remote limit) and short against the default
+// timeout of ten minutes. A connection starts with the long limit and
+// takes the short one once the peer's identity shows another machine.
+// DETCOLL_STORE_SILENCE overrides both (a Go duration).
 
 // pingEvery is how often each end pings the other.
-const pingEvery = 250 * time.Millisecond
+const pingEvery = 100 * time.Millisecond
 
-// defaultSilence is the silence limit without DETCOLL_STORE_SILENCE.
+// defaultSilence is the silence limit between processes of one machine
+// (and before a peer has said where it runs), without
+// DETCOLL_STORE_SILENCE.
 const defaultSilence = 5 * time.Second
+
+// remoteSilence is the silence limit for a peer on another machine,
+// without DETCOLL_STORE_SILENCE.
+const remoteSilence = 900 * time.Millisecond
 
 // EnvSilence names the variable that sets the silence limit.
 const EnvSilence = settings.StoreSilence
 
-// silenceLimit is the limit in force: the variable's, if it is a positive
-// duration of at least twice pingEvery, else defaultSilence.
+// silenceLimit is the limit in force for a peer on this machine (or not
+// yet known to be elsewhere): the variable's, if it is a duration of at
+// least twice pingEvery, else defaultSilence.
 func silenceLimit() time.Duration {
-	if v := settings.Get(EnvSilence); v != "" {
-		if d, err := time.ParseDuration(v); err == nil && d >= 2*pingEvery {
-			return d
-		}
+	if d, ok := silenceSetting(); ok {
+		return d
 	}
 	return defaultSilence
+}
+
+// remoteLimit is silenceLimit for a peer on another machine.
+func remoteLimit() time.Duration {
+	if d, ok := silenceSetting(); ok {
+		return d
+	}
+	return remoteSilence
+}
+
+func silenceSetting() (time.Duration, bool) {
+	if v := settings.Get(EnvSilence); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 2*pingEvery {
+			return d, true
+		}
+	}
+	return 0, false
 }
 
 // pingFrame is the ping, encoded once.

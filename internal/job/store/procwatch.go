@@ -19,7 +19,8 @@ import (
 // store). Ranks of other machines (another boot id or PID namespace) rely
 // on the connection and the silence limit (liveness.go), as before.
 
-// self is this process's identity, read once.
+// self is this process's identity, read once. (A test's child process may
+// claim another machine's, to be a remote peer.)
 var self = sync.OnceValue(proc.Self)
 
 // procFrame is this process's tProc.
@@ -31,11 +32,23 @@ func procFrame() []byte {
 // watchable decodes a peer's tProc and reports whether it is another
 // process of this machine, which can be watched.
 func watchable(value []byte) (proc.Identity, bool) {
+	id, err := identityOf(value)
+	return id, err == nil && id.PID > 0 && id.PID != os.Getpid() && proc.SameMachine(self(), id)
+}
+
+func identityOf(value []byte) (proc.Identity, error) {
 	var id proc.Identity
-	if err := json.Unmarshal(value, &id); err != nil {
-		return id, false
+	err := json.Unmarshal(value, &id)
+	return id, err
+}
+
+// peerLimit is the silence limit for the peer of a tProc: the short
+// remote one when it runs on another machine (liveness.go).
+func peerLimit(value []byte) time.Duration {
+	if id, err := identityOf(value); err == nil && !proc.SameMachine(self(), id) {
+		return remoteLimit()
 	}
-	return id, id.PID > 0 && id.PID != os.Getpid() && proc.SameMachine(self(), id)
+	return silenceLimit()
 }
 
 // watchLocked starts watching rank's process, as its tProc describes it.

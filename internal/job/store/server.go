@@ -376,6 +376,7 @@ func (s *Server) serve(p *peer, conn net.Conn, r io.Reader) (bye bool, err error
 		case tPing:
 			continue
 		case tProc:
+			limit = peerLimit(m.value)
 			s.mu.Lock()
 			s.watchLocked(p.rank, m.value)
 			s.mu.Unlock()
