@@ -6,7 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/detcoll/detcoll/internal/backend/hier"
 	"github.com/detcoll/detcoll/internal/core/base"
 	"github.com/detcoll/detcoll/internal/core/settings"
 	"github.com/detcoll/detcoll/internal/job/jobenv"
@@ -170,9 +169,8 @@ func (o Options) validate() error {
 	return nil
 }
 
-// movesDeviceMemory reports whether ic can carry the cuda backend's rails
-// (internal/backend/hier's DeviceRail).
+// movesDeviceMemory reports whether ic can carry the cuda backend's rails.
 func movesDeviceMemory(ic Interconnect) bool {
-	_, ok := ic.(hier.DeviceRail)
+	_, ok := ic.(DeviceInterconnect)
 	return ok
 }

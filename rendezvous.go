@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/detcoll/detcoll/internal/backend/hier"
 	"github.com/detcoll/detcoll/internal/core/base"
 	"github.com/detcoll/detcoll/internal/job/store"
 )
@@ -201,24 +202,11 @@ func (u *userRendezvous) Err() error {
 // (Options.Hosts): the setup of each host's own communicator, and the
 // rails, which join the ranks of one local rank, one per host. An
 // implementation rides on an engine the job has already (Open MPI, NCCL):
-// package mpi has one. One that also has the method
-//
-//	Exchange(ctx context.Context, peer int, send, recv []byte) error
-//
-// (send to the rail's rank on host peer and receive len(recv) bytes from
-// it, at once) lets all-reduces over a power of two of hosts move the
-// bandwidth-optimal share between them.
-//
-// The cuda backend needs one that also moves device memory, queued on the
-// call's stream (package nccl's):
-//
-//	AllGatherDevice(send, recv uint64, n int, stream uintptr) error
-//
-// An Interconnect may also have Done() <-chan struct{} and Err() error (a
-// failure it learns of by itself fails the communicator), Abort(error)
-// (called when the communicator fails, to stop the work it queued) and
-// Close() error (called by Comm.Close, after the host's communicator
-// closed).
+// packages mpi and nccl have one. It may add capabilities, which Open
+// finds by their methods: RailExchanger (halving along the rail),
+// DeviceInterconnect and DeviceRailExchanger (the cuda backend's rails),
+// FailureSource, Aborter and Settler (failures), and io.Closer (called by
+// Comm.Close, after the host's communicator closed).
 type Interconnect interface {
 	// Host is the channel among this rank's host's ranks, for the setup
 	// of the host's communicator (its Open). If it is a FailureDetector
@@ -229,3 +217,47 @@ type Interconnect interface {
 	// early with an error when ctx ends.
 	AllGather(ctx context.Context, send, recv []byte) error
 }
+
+// The capabilities an Interconnect may add.
+type (
+	// RailExchanger sends send to the rail's rank on host peer and
+	// receives len(recv) bytes from it, at once: with a power of two of
+	// hosts, all-reduces and reduce-scatters then halve along the rail,
+	// moving the bandwidth-optimal share.
+	RailExchanger interface {
+		Exchange(ctx context.Context, peer int, send, recv []byte) error
+	}
+	// DeviceInterconnect also moves device memory, queued on the call's
+	// stream in order with the host's calls: what the cuda backend needs
+	// across hosts. AllGatherDevice gathers n bytes at send from every
+	// rank of the rail into recv, in host order.
+	DeviceInterconnect interface {
+		Interconnect
+		AllGatherDevice(send, recv uint64, n int, stream uintptr) error
+	}
+	// DeviceRailExchanger is RailExchanger for device memory, queued on
+	// stream s: with a power of two of hosts, device reduce-scatters (and
+	// all-reduces from four hosts) halve along the rail.
+	DeviceRailExchanger interface {
+		ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, s uintptr) error
+	}
+	// FailureSource learns of failures by itself (NCCL's asynchronous
+	// errors, a lost process): Done closes then, and Err says which; the
+	// communicator fails with it.
+	FailureSource interface {
+		Done() <-chan struct{}
+		Err() error
+	}
+	// Aborter stops the work it queued when the communicator fails.
+	Aborter interface{ Abort(cause error) }
+	// Settler says whether the abort has returned within d: until it
+	// has, Close leaves device memory the engine's kernels may still use.
+	Settler interface{ Settled(d time.Duration) bool }
+)
+
+// The capabilities are package hier's, which finds them by their methods.
+var (
+	_ hier.Exchanger       = RailExchanger(nil)
+	_ hier.DeviceRail      = DeviceInterconnect(nil)
+	_ hier.DeviceExchanger = DeviceRailExchanger(nil)
+)

@@ -116,6 +116,10 @@ type Interconnect struct {
 }
 
 // Host is the setup channel of this rank's host.
+// The capability along the rail: all-reduces over a power of two of hosts
+// halve.
+var _ detcoll.RailExchanger = (*Interconnect)(nil)
+
 func (ic *Interconnect) Host() detcoll.Rendezvous { return groupRendezvous{ic.host} }
 
 // AllGather gathers along this rank's rail.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,16 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
 	ncclapi "github.com/detcoll/detcoll/internal/binding/nccl"
+)
+
+// The capabilities hier's schedule and Open look for.
+var (
+	_ detcoll.DeviceInterconnect  = (*Interconnect)(nil)
+	_ detcoll.DeviceRailExchanger = (*Interconnect)(nil)
+	_ detcoll.FailureSource       = (*Interconnect)(nil)
+	_ detcoll.Aborter             = (*Interconnect)(nil)
+	_ detcoll.Settler             = (*Interconnect)(nil)
+	_ io.Closer                   = (*Interconnect)(nil)
 )
 
 // Interconnect is a detcoll.Interconnect over NCCL: this rank's rail (its
