@@ -1,0 +1,79 @@
+# The behaviour checks of a change on the GPU machine, for device run
+# scripts: source it after tools/gpu-run-lib.sh, with O (the output folder)
+# and G (the unpacked binaries, .gpu) set, and call the checks the change
+# needs. Each runs under MPS where ranks share the GPU (W >= 2 on one
+# GPU), as ../shared/gpu/README.md says, and leaves its logs, JSON and a
+# line per step in $O/summary.txt; check_summary appends what passed and
+# failed. Binaries: tools/gpu-build.sh. A run script, carrying [".gpuz"]:
+#
+#	set -u
+#	O=${OUT:?}/r; G=$PWD/.gpu; mkdir -p "$O"
+#	. tools/gpu-unpack.sh
+#	. tools/gpu-run-lib.sh
+#	. tools/gpu-checks.sh
+#	cp .gpu/commit.txt "$O/"
+#	check_conformance; check_verify 2 4 8; check_hosts; check_kills; check_summary
+#
+#	check_conformance     the conformance suite: W=1, then W=2 and wider (3, 4, 8), two and four communicators
+#	check_verify N...     detcoll verify --backend cuda at each W
+#	check_hosts           verify across two and four virtual hosts (NCCL on sockets), 1 and 2 ranks a host
+#	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two
+#	check_summary         the verdicts of the logs, into summary.txt
+
+# NET sends NCCL's traffic between virtual hosts through its socket
+# transport, as between machines.
+NET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
+export DETCOLL_CUDA_SHARE_DEVICES=1 # ranks past the GPUs share them
+
+check_conformance() {
+	step conformance-w1 150 "$G/cuda.test" -test.run 'TestConformanceGPU' -test.v -test.timeout 140s
+	mps_start
+	step conformance-shared 540 "$G/cuda.test" -test.run 'TestConformanceGPU|TestDeviceWiderWorldsGPU|TestDeviceTwoCommsGPU|TestDeviceFourCommsGPU' -test.v -test.timeout 530s
+	mps_stop
+}
+
+check_verify() {
+	mps_start
+	local w
+	for w in "$@"; do
+		step verify-w$w 120 "$G/detcoll" verify --backend cuda -n "$w"
+	done
+	mps_stop
+}
+
+check_hosts() {
+	mps_start
+	step hosts-2x1 120 env $NET "$G/detcoll" verify --backend cuda -n 2 --hosts 2
+	step hosts-2x2 150 env $NET "$G/detcoll" verify --backend cuda -n 4 --hosts 2
+	step hosts-4x1 150 env $NET "$G/detcoll" verify --backend cuda -n 4 --hosts 4
+	mps_stop
+}
+
+# A client killed under MPS may keep the daemon from taking new ones for a
+# moment: each kill gets a fresh daemon.
+check_kills() {
+	local where during
+	local K="--backend cuda -n 2 --max-bytes 1MiB --duration 8s"
+	for where in one-host two-hosts; do
+		local VH=env
+		[ $where = two-hosts ] && VH="env $NET DETCOLL_VIRTUAL_HOSTS=2"
+		for during in open call close; do
+			local after=
+			case $during in
+			open) after="--kill-rank-after 200ms" ;;
+			call) after="--kill-rank-after 1s" ;;
+			esac
+			mps_start
+			step kill-$where-$during 40 $VH "$G/detcoll" soak $K $after --kill-during $during --output "$O/kill-$where-$during.json"
+			mps_stop
+		done
+	done
+}
+
+check_summary() {
+	local f
+	for f in "$O"/*.log; do
+		echo "== $(basename "$f" .log)"
+		grep -E "^(--- FAIL|--- PASS|FAIL|PASS|ok )|slowest survivor|wrong|checks" "$f" | tail -8
+	done >> "$O/summary.txt"
+}
