@@ -336,8 +336,13 @@ func (c *Client) lost(err error) {
 	}
 	// The I/O error differs between ranks (EOF, a reset) for the one
 	// cause: the reason does not carry it, so that every rank says the same.
-	c.failLocked(&PeerError{Rank: 0, Reason: "lost the store server (rank 0 died or closed it)"})
+	c.failLocked(&PeerError{Rank: 0, Reason: serverLost})
 }
+
+// serverLost is the reason of rank 0's loss, however a client found it
+// (its connection ended, or its process is exiting: procwatch.go): each
+// client decides alone, and every rank must tell the same story.
+const serverLost = "lost the store server (rank 0 died or closed it)"
 
 func (c *Client) forget(id uint64) {
 	c.mu.Lock()

@@ -124,10 +124,10 @@ func (c *Client) watchServer(value []byte) {
 			return
 		case <-t.C:
 		}
-		if running, why := proc.Running(id); !running {
+		if running, _ := proc.Running(id); !running {
 			c.mu.Lock()
 			if !c.closeStarted && !c.acked && !c.shut {
-				c.failLocked(&PeerError{Rank: 0, Reason: "the store server: " + why})
+				c.failLocked(&PeerError{Rank: 0, Reason: serverLost})
 			}
 			c.mu.Unlock()
 			return

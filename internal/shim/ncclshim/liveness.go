@@ -84,7 +84,7 @@ func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-cha
 				continue
 			}
 			r.setFailed(&detcoll.RankError{Rank: p, Err: detcoll.ErrPeerLost,
-				Reason: fmt.Sprintf("its process %d is exiting or gone (seen by rank %d)", id.PID, r.rank)})
+				Reason: fmt.Sprintf("its process %d is exiting or gone", id.PID)})
 			return
 		}
 	}
