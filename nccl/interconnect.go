@@ -30,7 +30,7 @@ var (
 // (the setup of the host's communicator, failures). detcoll.Open and
 // Comm.Close use it; a program only passes it on, in Options.
 type Interconnect struct {
-	m                    *detcoll.Job
+	m                    Setup
 	hosts, host, perHost int
 	timeout              time.Duration
 	dev                  driver.Device
@@ -59,7 +59,7 @@ type Interconnect struct {
 // openRails sets up this rank's rail: NCCL and the driver loaded, the
 // rank's GPU's context, the rail's unique ids from the store and its two
 // communicators. On error it undoes what it did.
-func openRails(ctx context.Context, m *detcoll.Job, o detcoll.Options, hosts, host, perHost int) (_ *Interconnect, err error) {
+func openRails(ctx context.Context, m Setup, o detcoll.Options, hosts, host, perHost int) (_ *Interconnect, err error) {
 	if err := ncclapi.Load(); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func openRails(ctx context.Context, m *detcoll.Job, o detcoll.Options, hosts, ho
 // goroutine of its own, and the wait for it ends at ctx's end or when a
 // rank fails (the store). A communicator that comes up after that is
 // aborted as it arrives.
-func (ic *Interconnect) initComm(ctx context.Context, m *detcoll.Job, id ncclapi.UniqueID, g int) (ncclapi.Comm, error) {
+func (ic *Interconnect) initComm(ctx context.Context, m Setup, id ncclapi.UniqueID, g int) (ncclapi.Comm, error) {
 	type result struct {
 		comm ncclapi.Comm
 		err  error
@@ -596,7 +596,7 @@ func (ic *Interconnect) Close() error {
 // communicator runs the same setup), and each host keeps its own ranks'
 // values. A failure anywhere in the job is a failure here.
 type hostView struct {
-	m        *detcoll.Job
+	m        Setup
 	first, n int
 }
 

@@ -44,12 +44,9 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 	if perHost == o.WorldSize {
 		return o, nil // one host
 	}
-	if perHost&(perHost-1) != 0 {
-		return o, invalidf("nccl: %d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees", perHost)
-	}
 	hosts, host := o.WorldSize/perHost, o.Rank/perHost
-	if hosts > maxGatheredHosts && hosts&(hosts-1) != 0 {
-		return o, invalidf("nccl: %d hosts: the cuda backend adds at most %d hosts' sums in one kernel (a power of two of hosts halves instead, with no limit)", hosts, maxGatheredHosts)
+	if err := checkShape(hosts, perHost); err != nil {
+		return o, err
 	}
 	if virtual && os.Getenv("NCCL_HOSTID") == "" {
 		// NCCL tells hosts apart by this (its host hash): a virtual host
@@ -69,12 +66,64 @@ func Options(ctx context.Context, o detcoll.Options) (detcoll.Options, error) {
 			return o, m.Leave(ctx, err)
 		}
 	}
-	ic, err := openRails(ctx, m, o, hosts, host, perHost)
-	if err != nil {
+	if o, err = Rails(ctx, o, m, hosts); err != nil {
 		return o, m.Leave(ctx, err)
+	}
+	return o, nil
+}
+
+// The job's rendezvous is one.
+var _ Setup = (*detcoll.Job)(nil)
+
+// Setup is the channel over which the rails are set up and whose
+// failures are theirs: the job's rendezvous (a *detcoll.Job, as Options
+// joins it), or one the caller has already, as libdetcoll-nccl has over
+// the application's own NCCL communicator. Every rank of the job takes
+// part in its exchanges, in the same order.
+type Setup interface {
+	Rank() int
+	AllGather(ctx context.Context, name string, value []byte) ([][]byte, error)
+	// Fail tells every other rank that this one failed, for reason.
+	Fail(reason string)
+	// Done is closed when a rank failed; Err is then the failure.
+	Done() <-chan struct{}
+	Err() error
+	// Leave ends this rank's part: with a cause, it tells the others
+	// first, and returns the cause as every rank reports it.
+	Leave(ctx context.Context, cause error) error
+}
+
+// Rails returns o (its WorldSize, Rank, Device and Timeout set) with Hosts
+// and Interconnect for hosts hosts of WorldSize/hosts consecutive ranks
+// each, their rails set up over setup: every rank of the job calls it.
+// On error nothing is left open, and the caller tells setup's other ranks
+// (Setup.Leave with the error).
+func Rails(ctx context.Context, o detcoll.Options, setup Setup, hosts int) (detcoll.Options, error) {
+	if hosts < 2 || o.WorldSize%hosts != 0 {
+		return o, invalidf("nccl: %d hosts for %d ranks: want a divisor above 1", hosts, o.WorldSize)
+	}
+	perHost := o.WorldSize / hosts
+	if err := checkShape(hosts, perHost); err != nil {
+		return o, err
+	}
+	ic, err := openRails(ctx, setup, o, hosts, o.Rank/perHost, perHost)
+	if err != nil {
+		return o, err
 	}
 	o.Hosts, o.Interconnect = hosts, ic
 	return o, nil
+}
+
+// checkShape refuses hosts the flat tree does not nest over, or more
+// hosts than one kernel adds.
+func checkShape(hosts, perHost int) error {
+	if perHost&(perHost-1) != 0 {
+		return invalidf("nccl: %d ranks per host: across hosts detcoll needs a power of two, so that the flat tree over all ranks is a tree over the hosts' trees", perHost)
+	}
+	if hosts > maxGatheredHosts && hosts&(hosts-1) != 0 {
+		return invalidf("nccl: %d hosts: the cuda backend adds at most %d hosts' sums in one kernel (a power of two of hosts halves instead, with no limit)", hosts, maxGatheredHosts)
+	}
+	return nil
 }
 
 // maxGatheredHosts is internal/backend/cuda's maxLeaves: the most hosts whose sums
@@ -109,7 +158,7 @@ func hostSize(world, localWorld, hosts int) (perHost int, virtual bool, err erro
 
 // checkHosts makes sure that the ranks sharing a machine are numbered
 // consecutively, perHost of them: the machine's name, gathered.
-func checkHosts(ctx context.Context, m *detcoll.Job, rank, perHost int) error {
+func checkHosts(ctx context.Context, m Setup, rank, perHost int) error {
 	name, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("nccl: this host's name: %w", err)
@@ -134,7 +183,7 @@ const idBytes = 128
 
 // railIDs gathers the unique ids of every rail's two communicators: rank g
 // (host 0's local rank g) makes rail g's.
-func railIDs(ctx context.Context, m *detcoll.Job, rank, perHost int, newIDs func() ([]byte, error)) ([]byte, error) {
+func railIDs(ctx context.Context, m Setup, rank, perHost int, newIDs func() ([]byte, error)) ([]byte, error) {
 	var mine []byte
 	if rank < perHost {
 		var err error

@@ -44,6 +44,7 @@ const (
 	Timeout        = "DETCOLL_TIMEOUT"
 	NCCLMemory     = "DETCOLL_NCCL_MEMORY"
 	NCCLSetup      = "DETCOLL_NCCL_SETUP"
+	NCCLHosts      = "DETCOLL_NCCL_HOSTS"
 	NCCLReport     = "DETCOLL_NCCL_REPORT"
 	NCCLDebug      = "DETCOLL_NCCL_DEBUG"
 	NCCLCPUProfile = "DETCOLL_NCCL_CPUPROFILE"
@@ -95,6 +96,7 @@ var Vars = []Var{
 	{Timeout, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "Options.Timeout of the communicators it opens"},
 	{NCCLMemory, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "device memory per served communicator (default 64 MiB)"},
 	{NCCLSetup, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`lazy` (default: at the first served call) or `init`"},
+	{NCCLHosts, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`delegate` (default: communicators whose ranks are on several machines go to NCCL) or `serve` (detcoll serves them over rails of its own; not yet run on GPUs)"},
 	{NCCLReport, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "a JSON record of every call, written at exit (`%p`: the process id)"},
 	{NCCLDebug, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`1`: the library's debug lines on stderr"},
 	{NCCLCPUProfile, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "a file for a Go CPU profile of the library"},

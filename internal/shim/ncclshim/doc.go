@@ -31,6 +31,15 @@
 // communicators the shim did not see made) is handed to the real NCCL
 // ("delegate") or refused ("strict"), saying why (DETCOLL_NCCL_MODE).
 //
+// # Several machines
+//
+// A communicator whose ranks are on several machines is handed to NCCL
+// unless DETCOLL_NCCL_HOSTS=serve; then (hosts.go) it is served across
+// hosts, each machine's ranks through CUDA IPC and the machines through
+// rails of NCCL communicators of package nccl's, set up over the same
+// rendezvous (Rails), when the machines hold equal powers of two of
+// consecutive ranks.
+//
 // # NCCL's ordering
 //
 // A communicator's calls run in the order they are made whatever streams
@@ -49,7 +58,8 @@
 //
 // # Imports
 //
-// It imports the root package (the detcoll communicator),
+// It imports the root package (the detcoll communicator), package nccl
+// (the rails across machines),
 // internal/binding/driver (device memory, streams and events), internal/backend/cuda
 // (the size of detcoll's buffer) and internal/binding/nccl for NCCL's ABI values
 // (results, element types, ops; the binding's functions it never calls:

@@ -272,6 +272,7 @@ func (j *fakeJob) kill(r int) {
 type fakeComm struct {
 	quiet  bool // records nothing (benchmarks)
 	rank   int
+	hosts  int // Options.Hosts it was opened with
 	events *eventLog // the rank's, if set: calls go there too
 	mu     sync.Mutex
 	calls  []string
@@ -343,6 +344,9 @@ type fakeOpen struct {
 
 func (o *fakeOpen) open(ctx context.Context, opts detcoll.Options) (Collectives, error) {
 	rdv := opts.Rendezvous
+	if opts.Hosts > 1 {
+		rdv = opts.Interconnect.Host() // across hosts, the setup rides on the rails' view
+	}
 	fd := rdv.(detcoll.FailureDetector)
 	for k := 0; k <= o.steps; k++ {
 		if at, ok := o.failAt[opts.Rank]; ok && at == k {
@@ -357,7 +361,7 @@ func (o *fakeOpen) open(ctx context.Context, opts detcoll.Options) (Collectives,
 			return nil, err
 		}
 	}
-	c := &fakeComm{rank: opts.Rank, events: o.events(opts.Rank)}
+	c := &fakeComm{rank: opts.Rank, hosts: opts.Hosts, events: o.events(opts.Rank)}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.comms == nil {

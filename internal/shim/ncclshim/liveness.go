@@ -80,7 +80,10 @@ func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-cha
 		case <-t.C:
 		}
 		for p, id := range ids {
-			if p == r.rank || alive(id) {
+			// Only this machine's processes can be looked at; the other
+			// machines' ranks fail through the rails (NCCL's errors) or
+			// the timeout.
+			if p == r.rank || !proc.SameMachine(ids[r.rank], id) || alive(id) {
 				continue
 			}
 			r.setFailed(&detcoll.RankError{Rank: p, Err: detcoll.ErrPeerLost,

@@ -43,6 +43,7 @@ const (
 	EnvTimeout  = settings.Timeout    // a Go duration: the bound on every wait for peers
 	EnvReport   = settings.NCCLReport // a file: the JSON record of what went where, written at exit
 	EnvRealNCCL = settings.RealNCCL   // the real libnccl.so.2 (read by the C boundary)
+	EnvHosts    = settings.NCCLHosts  // "delegate" or "serve": communicators across hosts
 )
 
 // Defaults. A served communicator holds at most DefaultMemory of device
@@ -67,6 +68,10 @@ type Settings struct {
 	// Report is the file the record of calls is written to at exit, or
 	// "" for none (then nothing is counted).
 	Report string
+	// AcrossHosts serves communicators whose ranks are on several
+	// machines, over rails of NCCL communicators of their own
+	// (DETCOLL_NCCL_HOSTS=serve); by default they are handed to NCCL.
+	AcrossHosts bool
 }
 
 // SettingsFromEnv reads the settings; an unset variable means its default.
@@ -78,6 +83,13 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		s.Mode = Strict
 	default:
 		return s, fmt.Errorf("%s=%q: want \"delegate\" or \"strict\"", EnvMode, v)
+	}
+	switch v := getenv(EnvHosts); v {
+	case "", "delegate":
+	case "serve":
+		s.AcrossHosts = true
+	default:
+		return s, fmt.Errorf("%s=%q: want \"delegate\" or \"serve\"", EnvHosts, v)
 	}
 	switch v := getenv(EnvSetup); v {
 	case "", "lazy":

@@ -73,17 +73,31 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 		unserve("detcoll could not set it up: %v", err)
 		return
 	}
-	if why := unservable(ids); why != "" {
+	hosts, why := machines(ids, s.settings.AcrossHosts)
+	if why != "" {
 		unserve("%s", why)
 		return
 	}
 	stop := make(chan struct{})
 	go r.watch(ids, s.alive, stop)
 	c.capacity = s.capacity(c.world)
-	dc, err := s.open(ctx, detcoll.Options{
+	o := detcoll.Options{
 		Backend: s.backend, WorldSize: c.world, Rank: c.rank, Device: c.device,
 		Capacity: c.capacity, Timeout: s.settings.Timeout, Rendezvous: r,
-	})
+	}
+	if hosts > 1 {
+		// The host's communicators meet over the rails' Host view, which
+		// rides on r too.
+		o.Rendezvous = nil
+		var err error
+		if o, err = s.rails(ctx, o, railSetup{r}, hosts); err != nil {
+			close(stop)
+			railSetup{r}.Leave(ctx, err)
+			unserve("detcoll could not set up its rails between the %d machines: %v", hosts, err)
+			return
+		}
+	}
+	dc, err := s.open(ctx, o)
 	if err == nil && c.world > 1 {
 		// Reduce off the root writes here; allocated now, outside any
 		// graph capture a later Reduce may be in.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/nccl"
+	railnccl "github.com/detcoll/detcoll/nccl"
 )
 
 // Real is what the shim needs of the real NCCL besides forwarding calls.
@@ -89,6 +90,7 @@ type Shim struct {
 	real     Real
 	dev      Device
 	open     OpenFunc
+	rails    RailsFunc // across hosts
 	settings Settings
 	getpid   func() int
 	self     func(pid int) identity // this process's identity
@@ -120,7 +122,7 @@ type Shim struct {
 // New returns a shim over real, with the detcoll communicators that open
 // makes.
 func New(real Real, dev Device, open OpenFunc, s Settings) *Shim {
-	sh := &Shim{real: real, dev: dev, open: open, settings: s, getpid: osGetpid, self: selfIdentity, alive: processAlive,
+	sh := &Shim{real: real, dev: dev, open: open, rails: railnccl.Rails, settings: s, getpid: osGetpid, self: selfIdentity, alive: processAlive,
 		backend: "cuda", comms: map[Handle]*comm{}, discard: map[int]region{}}
 	sh.groups.calls = map[uint64][]*pendingCall{}
 	if s.Report != "" {
