@@ -272,7 +272,7 @@ func (j *fakeJob) kill(r int) {
 type fakeComm struct {
 	quiet  bool // records nothing (benchmarks)
 	rank   int
-	hosts  int // Options.Hosts it was opened with
+	hosts  int       // Options.Hosts it was opened with
 	events *eventLog // the rank's, if set: calls go there too
 	mu     sync.Mutex
 	calls  []string
