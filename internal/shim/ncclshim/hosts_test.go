@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/detcoll/detcoll"
+	"github.com/detcoll/detcoll/internal/binding/nccl"
 	railnccl "github.com/detcoll/detcoll/nccl"
 )
 
@@ -122,6 +123,32 @@ func TestAcrossHostsServed(t *testing.T) {
 		}
 		if res, v := sh.Do(sum(Handle(r+1), 0x1000, 0x2000, 64, 0x42), 0); res != 0 || v != Done {
 			t.Errorf("rank %d: AllReduce = %d, verdict %v; want it served", r, res, v)
+		}
+	}
+}
+
+// TestAcrossHostsNotCaptured: a served communicator across machines hands
+// a captured call to NCCL (delegate) or refuses it (strict): its calls
+// meet on the host, which a graph's replay would skip.
+func TestAcrossHostsNotCaptured(t *testing.T) {
+	for _, mode := range []Mode{Delegate, Strict} {
+		s := atInit()
+		s.AcrossHosts, s.Mode = true, mode
+		rails := &fakeRails{}
+		o := &fakeOpen{steps: 2}
+		j, shims := job(4, o.open, s)
+		onMachines(shims, func(r int) int { return r / 2 })
+		for _, sh := range shims {
+			sh.rails = rails.rails
+		}
+		initAll(t, shims)
+		j.capturing = true
+		res, v := shims[0].Do(sum(1, 0x1000, 0x2000, 64, 0x42), 0)
+		if mode == Delegate && (v != Handed || res != nccl.Success) || mode == Strict && (v != Done || res != nccl.InvalidUsage) {
+			t.Errorf("mode %d: captured AllReduce = %d, verdict %v", mode, res, v)
+		}
+		if got := o.comms[0].log(); len(got) != 0 {
+			t.Errorf("mode %d: detcoll saw %q; want nothing", mode, got)
 		}
 	}
 }

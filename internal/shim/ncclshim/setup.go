@@ -120,6 +120,6 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	r.seal()
 	c.buffer = cuda.BufferBytes(c.capacity, c.world)
 	c.stopWatch = stop
-	c.dc, c.state = dc, served
+	c.dc, c.state, c.hosts = dc, served, hosts
 	c.active.Store(&active{dc})
 }

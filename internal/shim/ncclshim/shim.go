@@ -161,6 +161,7 @@ type comm struct {
 	dc        Collectives
 	rdv       *rendezvous
 	stopWatch chan struct{} // closed to stop the watch of the peers' processes
+	hosts     int           // served across this many machines (hosts.go); 0 or 1: one
 	capacity  int64         // the largest piece of a call, bytes per rank
 	buffer    int64         // device bytes of detcoll's buffer (the report's)
 	// last is the stream of the last call queued on dc (valid when
