@@ -231,6 +231,7 @@ func Average(dt DType, b []byte, w int) {
 	switch dt {
 	case BFloat16Type:
 		s, d := AsBFloat16s(b), float32(w)
+		s = s[divBFloat16sVec(s, s, d):]
 		for i, v := range s {
 			s[i] = BFloat16FromFloat32(v.Float32() / d)
 		}
@@ -240,13 +241,18 @@ func Average(dt DType, b []byte, w int) {
 			s[i] = Float16FromFloat32(v.Float32() / d)
 		}
 	case Float32Type:
-		s, d := AsFloat32s(b), float64(w)
+		// The vector kernel divides in float32, the loop in float64 and
+		// rounds once more: the same correctly rounded quotient.
+		s := AsFloat32s(b)
+		s = s[divFloat32sVec(s, s, float32(w)):]
+		d := float64(w)
 		for i, v := range s {
 			s[i] = float32(float64(v) / d)
 		}
 		canonFloat32s(s)
 	case Float64Type:
 		s, d := AsFloat64s(b), float64(w)
+		s = s[divFloat64sVec(s, s, d):]
 		for i, v := range s {
 			s[i] = v / d
 		}
@@ -295,6 +301,8 @@ func PreMultiply(dt DType, dst, src, scalar []byte) {
 	switch dt {
 	case BFloat16Type:
 		d, s, k := AsBFloat16s(dst), AsBFloat16s(src), AsBFloat16s(scalar)[0].Float32()
+		n := mulBFloat16sVec(d, s, k)
+		d, s = d[n:], s[n:]
 		for i, v := range s {
 			d[i] = BFloat16FromFloat32(v.Float32() * k)
 		}
@@ -304,13 +312,20 @@ func PreMultiply(dt DType, dst, src, scalar []byte) {
 			d[i] = Float16FromFloat32(v.Float32() * k)
 		}
 	case Float32Type:
-		d, s, k := AsFloat32s(dst), AsFloat32s(src), float64(AsFloat32s(scalar)[0])
+		// The product of two float32s is exact in float64: the loop's
+		// one rounding is the vector kernel's.
+		d, s, k32 := AsFloat32s(dst), AsFloat32s(src), AsFloat32s(scalar)[0]
+		n := mulFloat32sVec(d, s, k32)
+		d, s = d[n:], s[n:]
+		k := float64(k32)
 		for i, v := range s {
 			d[i] = float32(float64(v) * k)
 		}
 		canonFloat32s(d)
 	case Float64Type:
 		d, s, k := AsFloat64s(dst), AsFloat64s(src), AsFloat64s(scalar)[0]
+		n := mulFloat64sVec(d, s, k)
+		d, s = d[n:], s[n:]
 		for i, v := range s {
 			d[i] = float64(v * k)
 		}

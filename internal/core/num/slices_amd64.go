@@ -108,3 +108,54 @@ func extremum64Vec(node RedOp, dst, a, b []uint64, inf, nan uint64) int {
 	extremum64AVX2(dst[:n], a[:n], b[:n], inf, nan, flipOf(node))
 	return n
 }
+
+// The scale kernels (Average, PreMultiply): blocks of 16 float32s, 8
+// float64s or 16 bfloat16s; dst and src may be one slice.
+
+//go:noescape
+func divFloat32sAVX2(dst, src []float32, k float32)
+
+//go:noescape
+func mulFloat32sAVX2(dst, src []float32, k float32)
+
+//go:noescape
+func divFloat64sAVX2(dst, src []float64, k float64)
+
+//go:noescape
+func mulFloat64sAVX2(dst, src []float64, k float64)
+
+//go:noescape
+func divBFloat16sAVX2(dst, src []BFloat16, k float32)
+
+//go:noescape
+func mulBFloat16sAVX2(dst, src []BFloat16, k float32)
+
+// scaleVec runs kernel over the longest prefix of whole blocks of block
+// elements and returns its length.
+func scaleVec[T any, K any](kernel func(dst, src []T, k K), dst, src []T, k K, block int) int {
+	n := len(dst) &^ (block - 1)
+	if n == 0 || !useAVX2 {
+		return 0
+	}
+	kernel(dst[:n], src[:n], k)
+	return n
+}
+
+func divFloat32sVec(dst, src []float32, k float32) int {
+	return scaleVec(divFloat32sAVX2, dst, src, k, 16)
+}
+func mulFloat32sVec(dst, src []float32, k float32) int {
+	return scaleVec(mulFloat32sAVX2, dst, src, k, 16)
+}
+func divFloat64sVec(dst, src []float64, k float64) int {
+	return scaleVec(divFloat64sAVX2, dst, src, k, 8)
+}
+func mulFloat64sVec(dst, src []float64, k float64) int {
+	return scaleVec(mulFloat64sAVX2, dst, src, k, 8)
+}
+func divBFloat16sVec(dst, src []BFloat16, k float32) int {
+	return scaleVec(divBFloat16sAVX2, dst, src, k, 16)
+}
+func mulBFloat16sVec(dst, src []BFloat16, k float32) int {
+	return scaleVec(mulBFloat16sAVX2, dst, src, k, 16)
+}

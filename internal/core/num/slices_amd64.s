@@ -249,3 +249,178 @@ loopx64:
 	JB   loopx64
 	VZEROUPPER
 	RET
+
+// The scale kernels: dst = src op k for every element, op a division
+// (Avg's last step) or a product (PreMulSum's first), each correctly
+// rounded as the scalar ones (redop.go), NaN canonical. Float32 and
+// float64 work in their own type: IEEE division and product round once.
+// Bfloat16 works in float32 and rounds to bfloat16 as addBFloat16sAVX2
+// does: a float32 quotient (or product of two 8-bit significands, exact)
+// rounded again to 8 bits is the correctly rounded one (24 >= 2*8+2).
+
+#define SCALE32_BODY(OP) \
+	VMOVUPS (SI)(AX*4), Y0 \
+	VMOVUPS 32(SI)(AX*4), Y1 \
+	OP      Y6, Y0, Y0 \
+	OP      Y6, Y1, Y1 \
+	VCMPPS  $3, Y0, Y0, Y2 \
+	VCMPPS  $3, Y1, Y1, Y3 \
+	VBLENDVPS Y2, Y7, Y0, Y0 \
+	VBLENDVPS Y3, Y7, Y1, Y1 \
+	VMOVUPS Y0, (DI)(AX*4) \
+	VMOVUPS Y1, 32(DI)(AX*4)
+
+// func divFloat32sAVX2(dst, src []float32, k float32)
+TEXT ·divFloat32sAVX2(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y6
+	MOVQ $0x7FFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+	XORQ AX, AX
+
+loopdiv32:
+	SCALE32_BODY(VDIVPS)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JB   loopdiv32
+	VZEROUPPER
+	RET
+
+// func mulFloat32sAVX2(dst, src []float32, k float32)
+TEXT ·mulFloat32sAVX2(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y6
+	MOVQ $0x7FFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+	XORQ AX, AX
+
+loopmul32:
+	SCALE32_BODY(VMULPS)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JB   loopmul32
+	VZEROUPPER
+	RET
+
+#define SCALE64_BODY(OP) \
+	VMOVUPD (SI)(AX*8), Y0 \
+	VMOVUPD 32(SI)(AX*8), Y1 \
+	OP      Y6, Y0, Y0 \
+	OP      Y6, Y1, Y1 \
+	VCMPPD  $3, Y0, Y0, Y2 \
+	VCMPPD  $3, Y1, Y1, Y3 \
+	VBLENDVPD Y2, Y7, Y0, Y0 \
+	VBLENDVPD Y3, Y7, Y1, Y1 \
+	VMOVUPD Y0, (DI)(AX*8) \
+	VMOVUPD Y1, 32(DI)(AX*8)
+
+// func divFloat64sAVX2(dst, src []float64, k float64)
+TEXT ·divFloat64sAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSD k+48(FP), Y6
+	MOVQ $0x7FFFFFFFFFFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTQ X7, Y7
+	XORQ AX, AX
+
+loopdiv64:
+	SCALE64_BODY(VDIVPD)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JB   loopdiv64
+	VZEROUPPER
+	RET
+
+// func mulFloat64sAVX2(dst, src []float64, k float64)
+TEXT ·mulFloat64sAVX2(SB), NOSPLIT, $0-56
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSD k+48(FP), Y6
+	MOVQ $0x7FFFFFFFFFFFFFFF, AX
+	MOVQ AX, X7
+	VPBROADCASTQ X7, Y7
+	XORQ AX, AX
+
+loopmul64:
+	SCALE64_BODY(VMULPD)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JB   loopmul64
+	VZEROUPPER
+	RET
+
+// The bfloat16 body: 16 lanes widened as in addBFloat16sAVX2, scaled by
+// Y4, rounded back. Y5 zero, Y6 ones, Y7 rounding bias and canonical NaN.
+#define SCALEBF16_BODY(OP) \
+	VMOVDQU    (SI)(AX*2), Y8 \
+	VPUNPCKLWD Y8, Y5, Y0 \
+	VPUNPCKHWD Y8, Y5, Y1 \
+	OP         Y4, Y0, Y0 \
+	OP         Y4, Y1, Y1 \
+	VCMPPS     $3, Y0, Y0, Y2 \
+	VCMPPS     $3, Y1, Y1, Y3 \
+	VPSRLD     $16, Y0, Y8 \
+	VPSRLD     $16, Y1, Y9 \
+	VPAND      Y6, Y8, Y8 \
+	VPAND      Y6, Y9, Y9 \
+	VPADDD     Y7, Y0, Y0 \
+	VPADDD     Y7, Y1, Y1 \
+	VPADDD     Y8, Y0, Y0 \
+	VPADDD     Y9, Y1, Y1 \
+	VPSRLD     $16, Y0, Y0 \
+	VPSRLD     $16, Y1, Y1 \
+	VBLENDVPS  Y2, Y7, Y0, Y0 \
+	VBLENDVPS  Y3, Y7, Y1, Y1 \
+	VPACKUSDW  Y1, Y0, Y0 \
+	VMOVDQU    Y0, (DI)(AX*2)
+
+#define SCALEBF16_SETUP \
+	MOVQ $0x7FFF, AX \
+	MOVQ AX, X7 \
+	VPBROADCASTD X7, Y7 \
+	MOVQ $1, AX \
+	MOVQ AX, X6 \
+	VPBROADCASTD X6, Y6 \
+	VPXOR Y5, Y5, Y5 \
+	XORQ AX, AX
+
+// func divBFloat16sAVX2(dst, src []BFloat16, k float32)
+TEXT ·divBFloat16sAVX2(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y4
+	SCALEBF16_SETUP
+
+loopdivbf16:
+	SCALEBF16_BODY(VDIVPS)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JB   loopdivbf16
+	VZEROUPPER
+	RET
+
+// func mulBFloat16sAVX2(dst, src []BFloat16, k float32)
+TEXT ·mulBFloat16sAVX2(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y4
+	SCALEBF16_SETUP
+
+loopmulbf16:
+	SCALEBF16_BODY(VMULPS)
+	ADDQ $16, AX
+	CMPQ AX, CX
+	JB   loopmulbf16
+	VZEROUPPER
+	RET

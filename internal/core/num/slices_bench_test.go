@@ -71,3 +71,37 @@ func BenchmarkMinFloat16s(b *testing.B)  { benchCombine(b, Float16Type, Min) }
 func BenchmarkMaxFloat32s(b *testing.B)  { benchCombine(b, Float32Type, Max) }
 func BenchmarkMaxFloat64s(b *testing.B)  { benchCombine(b, Float64Type, Max) }
 func BenchmarkMaxInt32s(b *testing.B)    { benchCombine(b, Int32Type, Max) }
+
+// BenchmarkAverageFloat32s and BenchmarkPreMultiplyFloat32s: Avg's last
+// step and PreMulSum's first, per byte of the buffer.
+func BenchmarkAverageFloat32s(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			buf := AlignedBytes(s.bytes)
+			for i := range AsFloat32s(buf) {
+				AsFloat32s(buf)[i] = float32(i)
+			}
+			b.SetBytes(int64(s.bytes))
+			for b.Loop() {
+				Average(Float32Type, buf, 3)
+			}
+		})
+	}
+}
+
+func BenchmarkPreMultiplyFloat32s(b *testing.B) {
+	for _, s := range benchSizes {
+		b.Run(s.name, func(b *testing.B) {
+			src, dst := AlignedBytes(s.bytes), AlignedBytes(s.bytes)
+			for i := range AsFloat32s(src) {
+				AsFloat32s(src)[i] = float32(i)
+			}
+			k := AlignedBytes(4)
+			AsFloat32s(k)[0] = 0.37
+			b.SetBytes(int64(s.bytes))
+			for b.Loop() {
+				PreMultiply(Float32Type, dst, src, k)
+			}
+		})
+	}
+}

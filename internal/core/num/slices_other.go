@@ -12,3 +12,10 @@ func addFloat16sVec(dst, a, b []Float16) int   { return 0 }
 func extremum16Vec(node RedOp, dst, a, b []uint16, inf, nan uint16) int { return 0 }
 func extremum32Vec(node RedOp, dst, a, b []uint32, inf, nan uint32) int { return 0 }
 func extremum64Vec(node RedOp, dst, a, b []uint64, inf, nan uint64) int { return 0 }
+
+func divFloat32sVec(dst, src []float32, k float32) int   { return 0 }
+func mulFloat32sVec(dst, src []float32, k float32) int   { return 0 }
+func divFloat64sVec(dst, src []float64, k float64) int   { return 0 }
+func mulFloat64sVec(dst, src []float64, k float64) int   { return 0 }
+func divBFloat16sVec(dst, src []BFloat16, k float32) int { return 0 }
+func mulBFloat16sVec(dst, src []BFloat16, k float32) int { return 0 }
