@@ -237,6 +237,7 @@ func Average(dt DType, b []byte, w int) {
 		}
 	case Float16Type:
 		s, d := AsFloat16s(b), float32(w)
+		s = s[divFloat16sVec(s, s, d):]
 		for i, v := range s {
 			s[i] = Float16FromFloat32(v.Float32() / d)
 		}
@@ -308,6 +309,8 @@ func PreMultiply(dt DType, dst, src, scalar []byte) {
 		}
 	case Float16Type:
 		d, s, k := AsFloat16s(dst), AsFloat16s(src), AsFloat16s(scalar)[0].Float32()
+		n := mulFloat16sVec(d, s, k)
+		d, s = d[n:], s[n:]
 		for i, v := range s {
 			d[i] = Float16FromFloat32(v.Float32() * k)
 		}

@@ -431,15 +431,15 @@ func bytesOf[T uint32 | uint64](s []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
 }
 
-// TestScaleWideSlices: Average and PreMultiply of bfloat16, float32 and
-// float64 slices of every length to 70 at unaligned offsets (the vector
+// TestScaleWideSlices: Average and PreMultiply of every float type's
+// slices of every length to 70 at unaligned offsets (the vector
 // kernels' blocks and their Go tails), on random bit patterns mixed with
 // special values, against float64 arithmetic rounded once (NaN
 // canonical), with the elements around the output left alone.
 func TestScaleWideSlices(t *testing.T) {
 	r := testseed.Rand(t)
 	specials := []float64{0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1), math.NaN(), 1, -1, 3, 1e-40, -1e-310, 3.4e38, 1.7e308}
-	for _, dt := range []DType{BFloat16Type, Float32Type, Float64Type} {
+	for _, dt := range []DType{BFloat16Type, Float16Type, Float32Type, Float64Type} {
 		size := dt.Size()
 		for n := 0; n <= 70; n++ {
 			for _, off := range []int{0, 1, 3} {

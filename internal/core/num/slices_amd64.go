@@ -130,6 +130,25 @@ func divBFloat16sAVX2(dst, src []BFloat16, k float32)
 //go:noescape
 func mulBFloat16sAVX2(dst, src []BFloat16, k float32)
 
+//go:noescape
+func divFloat16sF16C(dst, src []Float16, k float32)
+
+//go:noescape
+func mulFloat16sF16C(dst, src []Float16, k float32)
+
+func divFloat16sVec(dst, src []Float16, k float32) int {
+	if !useF16C {
+		return 0
+	}
+	return scaleVec(divFloat16sF16C, dst, src, k, 8)
+}
+func mulFloat16sVec(dst, src []Float16, k float32) int {
+	if !useF16C {
+		return 0
+	}
+	return scaleVec(mulFloat16sF16C, dst, src, k, 8)
+}
+
 // scaleVec runs kernel over the longest prefix of whole blocks of block
 // elements and returns its length.
 func scaleVec[T any, K any](kernel func(dst, src []T, k K), dst, src []T, k K, block int) int {

@@ -424,3 +424,51 @@ loopmulbf16:
 	JB   loopmulbf16
 	VZEROUPPER
 	RET
+
+// The float16 scale kernels, converting as addFloat16sF16C does: a float32
+// quotient or product (of two 11-bit significands: exact) rounded again to
+// float16 is the correctly rounded one (24 >= 2*11+2).
+#define SCALEF16_BODY(OP) \
+	VCVTPH2PS (SI)(AX*2), Y0 \
+	OP        Y6, Y0, Y0 \
+	VCMPPS    $3, Y0, Y0, Y2 \
+	VBLENDVPS Y2, Y7, Y0, Y0 \
+	VCVTPS2PH $0, Y0, (DI)(AX*2)
+
+// func divFloat16sF16C(dst, src []Float16, k float32)
+TEXT ·divFloat16sF16C(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y6
+	MOVQ $0x7FFFE000, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+	XORQ AX, AX
+
+loopdivf16:
+	SCALEF16_BODY(VDIVPS)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JB   loopdivf16
+	VZEROUPPER
+	RET
+
+// func mulFloat16sF16C(dst, src []Float16, k float32)
+TEXT ·mulFloat16sF16C(SB), NOSPLIT, $0-52
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ src_base+24(FP), SI
+	VBROADCASTSS k+48(FP), Y6
+	MOVQ $0x7FFFE000, AX
+	MOVQ AX, X7
+	VPBROADCASTD X7, Y7
+	XORQ AX, AX
+
+loopmulf16:
+	SCALEF16_BODY(VMULPS)
+	ADDQ $8, AX
+	CMPQ AX, CX
+	JB   loopmulf16
+	VZEROUPPER
+	RET

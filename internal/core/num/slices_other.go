@@ -19,3 +19,5 @@ func divFloat64sVec(dst, src []float64, k float64) int   { return 0 }
 func mulFloat64sVec(dst, src []float64, k float64) int   { return 0 }
 func divBFloat16sVec(dst, src []BFloat16, k float32) int { return 0 }
 func mulBFloat16sVec(dst, src []BFloat16, k float32) int { return 0 }
+func divFloat16sVec(dst, src []Float16, k float32) int   { return 0 }
+func mulFloat16sVec(dst, src []Float16, k float32) int   { return 0 }
