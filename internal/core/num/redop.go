@@ -107,22 +107,27 @@ func Combine(dt DType, node RedOp, dst, a, b []byte) {
 		d, x, y := view[uint64](dst), view[uint64](a), view[uint64](b)
 		n := extremum64Vec(node, d, x, y, 0x7FF0000000000000, CanonicalNaNFloat64)
 		combineBits(node, d[n:], x[n:], y[n:], 0x7FF0000000000000, CanonicalNaNFloat64)
-	case Int8Type:
-		combineInts(node, view[int8](dst), view[int8](a), view[int8](b))
-	case Uint8Type:
-		combineInts(node, dst, a, b)
-	case Int16Type:
-		combineInts(node, view[int16](dst), view[int16](a), view[int16](b))
-	case Uint16Type:
-		combineInts(node, view[uint16](dst), view[uint16](a), view[uint16](b))
-	case Int32Type:
-		combineInts(node, view[int32](dst), view[int32](a), view[int32](b))
-	case Uint32Type:
-		combineInts(node, view[uint32](dst), view[uint32](a), view[uint32](b))
-	case Int64Type:
-		combineInts(node, view[int64](dst), view[int64](a), view[int64](b))
-	case Uint64Type:
-		combineInts(node, view[uint64](dst), view[uint64](a), view[uint64](b))
+	case Int8Type, Uint8Type, Int16Type, Uint16Type, Int32Type, Uint32Type, Int64Type, Uint64Type:
+		n := combineIntsVec(dt, node, dst, a, b)
+		dst, a, b = dst[n:], a[n:], b[n:]
+		switch dt {
+		case Int8Type:
+			combineInts(node, view[int8](dst), view[int8](a), view[int8](b))
+		case Uint8Type:
+			combineInts(node, dst, a, b)
+		case Int16Type:
+			combineInts(node, view[int16](dst), view[int16](a), view[int16](b))
+		case Uint16Type:
+			combineInts(node, view[uint16](dst), view[uint16](a), view[uint16](b))
+		case Int32Type:
+			combineInts(node, view[int32](dst), view[int32](a), view[int32](b))
+		case Uint32Type:
+			combineInts(node, view[uint32](dst), view[uint32](a), view[uint32](b))
+		case Int64Type:
+			combineInts(node, view[int64](dst), view[int64](a), view[int64](b))
+		case Uint64Type:
+			combineInts(node, view[uint64](dst), view[uint64](a), view[uint64](b))
+		}
 	default:
 		panic("num: Combine of " + dt.String())
 	}

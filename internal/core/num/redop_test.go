@@ -193,7 +193,16 @@ func TestIntegerOps(t *testing.T) {
 			mask = ^uint64(0)
 		}
 		for _, node := range []RedOp{Sum, Max, Min} {
+			// An unaligned part first (the vector kernels' blocks and the
+			// Go tail), then the whole, checked below; the part must
+			// equal the whole's elements.
+			part := AlignedBytes(n * size)
+			lo, hi := size, (n-3)*size
+			Combine(dt, node, part[lo:hi], a[lo:hi], b[lo:hi])
 			Combine(dt, node, got, a, b)
+			if !bytes.Equal(part[lo:hi], got[lo:hi]) {
+				t.Errorf("%v %v: an unaligned part differs from the whole's elements", dt, node)
+			}
 			for i := range n {
 				x, y, g := read(a, i), read(b, i), read(got, i)
 				var want uint64

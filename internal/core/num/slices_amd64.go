@@ -178,3 +178,80 @@ func divBFloat16sVec(dst, src []BFloat16, k float32) int {
 func mulBFloat16sVec(dst, src []BFloat16, k float32) int {
 	return scaleVec(mulBFloat16sAVX2, dst, src, k, 16)
 }
+
+// The integer kernels (Combine of integer types), on bytes: blocks of 64.
+
+//go:noescape
+func addInt8sAVX2(dst, a, b []byte)
+
+//go:noescape
+func addInt16sAVX2(dst, a, b []byte)
+
+//go:noescape
+func addInt32sAVX2(dst, a, b []byte)
+
+//go:noescape
+func addInt64sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxInt8sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxInt16sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxInt32sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxUint8sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxUint16sAVX2(dst, a, b []byte)
+
+//go:noescape
+func maxUint32sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minInt8sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minInt16sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minInt32sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minUint8sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minUint16sAVX2(dst, a, b []byte)
+
+//go:noescape
+func minUint32sAVX2(dst, a, b []byte)
+
+// intKernels is the kernel of each integer type and node operator.
+var intKernels = map[DType][numRedOps]func(dst, a, b []byte){
+	Int8Type:   {Sum: addInt8sAVX2, Max: maxInt8sAVX2, Min: minInt8sAVX2},
+	Uint8Type:  {Sum: addInt8sAVX2, Max: maxUint8sAVX2, Min: minUint8sAVX2},
+	Int16Type:  {Sum: addInt16sAVX2, Max: maxInt16sAVX2, Min: minInt16sAVX2},
+	Uint16Type: {Sum: addInt16sAVX2, Max: maxUint16sAVX2, Min: minUint16sAVX2},
+	Int32Type:  {Sum: addInt32sAVX2, Max: maxInt32sAVX2, Min: minInt32sAVX2},
+	Uint32Type: {Sum: addInt32sAVX2, Max: maxUint32sAVX2, Min: minUint32sAVX2},
+	Int64Type:  {Sum: addInt64sAVX2},
+	Uint64Type: {Sum: addInt64sAVX2},
+}
+
+// combineIntsVec runs the kernel of (dt, node) over the longest prefix of
+// whole blocks and returns its length in bytes.
+func combineIntsVec(dt DType, node RedOp, dst, a, b []byte) int {
+	n := len(dst) &^ 63
+	if n == 0 || !useAVX2 || node >= numRedOps {
+		return 0
+	}
+	k := intKernels[dt][node]
+	if k == nil {
+		return 0
+	}
+	k(dst[:n], a[:n], b[:n])
+	return n
+}

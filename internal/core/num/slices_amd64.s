@@ -472,3 +472,271 @@ loopmulf16:
 	JB   loopmulf16
 	VZEROUPPER
 	RET
+
+// The integer kernels: a wrapping sum, or max or min, lane by lane, over
+// len(dst) bytes (a positive multiple of 64) of a and b. Exact in any
+// order; the vector op is the Go one. AVX2 has no 64-bit max or min: those
+// stay Go loops.
+#define INT_BODY(OP) \
+	VMOVDQU (SI)(AX*1), Y0 \
+	VMOVDQU 32(SI)(AX*1), Y1 \
+	OP      (DX)(AX*1), Y0, Y0 \
+	OP      32(DX)(AX*1), Y1, Y1 \
+	VMOVDQU Y0, (DI)(AX*1) \
+	VMOVDQU Y1, 32(DI)(AX*1)
+
+// func addInt8sAVX2(dst, a, b []byte)
+TEXT ·addInt8sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_addInt8s:
+	INT_BODY(VPADDB)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_addInt8s
+	VZEROUPPER
+	RET
+
+// func addInt16sAVX2(dst, a, b []byte)
+TEXT ·addInt16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_addInt16s:
+	INT_BODY(VPADDW)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_addInt16s
+	VZEROUPPER
+	RET
+
+// func addInt32sAVX2(dst, a, b []byte)
+TEXT ·addInt32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_addInt32s:
+	INT_BODY(VPADDD)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_addInt32s
+	VZEROUPPER
+	RET
+
+// func addInt64sAVX2(dst, a, b []byte)
+TEXT ·addInt64sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_addInt64s:
+	INT_BODY(VPADDQ)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_addInt64s
+	VZEROUPPER
+	RET
+
+// func maxInt8sAVX2(dst, a, b []byte)
+TEXT ·maxInt8sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxInt8s:
+	INT_BODY(VPMAXSB)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxInt8s
+	VZEROUPPER
+	RET
+
+// func maxInt16sAVX2(dst, a, b []byte)
+TEXT ·maxInt16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxInt16s:
+	INT_BODY(VPMAXSW)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxInt16s
+	VZEROUPPER
+	RET
+
+// func maxInt32sAVX2(dst, a, b []byte)
+TEXT ·maxInt32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxInt32s:
+	INT_BODY(VPMAXSD)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxInt32s
+	VZEROUPPER
+	RET
+
+// func maxUint8sAVX2(dst, a, b []byte)
+TEXT ·maxUint8sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxUint8s:
+	INT_BODY(VPMAXUB)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxUint8s
+	VZEROUPPER
+	RET
+
+// func maxUint16sAVX2(dst, a, b []byte)
+TEXT ·maxUint16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxUint16s:
+	INT_BODY(VPMAXUW)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxUint16s
+	VZEROUPPER
+	RET
+
+// func maxUint32sAVX2(dst, a, b []byte)
+TEXT ·maxUint32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_maxUint32s:
+	INT_BODY(VPMAXUD)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_maxUint32s
+	VZEROUPPER
+	RET
+
+// func minInt8sAVX2(dst, a, b []byte)
+TEXT ·minInt8sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minInt8s:
+	INT_BODY(VPMINSB)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minInt8s
+	VZEROUPPER
+	RET
+
+// func minInt16sAVX2(dst, a, b []byte)
+TEXT ·minInt16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minInt16s:
+	INT_BODY(VPMINSW)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minInt16s
+	VZEROUPPER
+	RET
+
+// func minInt32sAVX2(dst, a, b []byte)
+TEXT ·minInt32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minInt32s:
+	INT_BODY(VPMINSD)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minInt32s
+	VZEROUPPER
+	RET
+
+// func minUint8sAVX2(dst, a, b []byte)
+TEXT ·minUint8sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minUint8s:
+	INT_BODY(VPMINUB)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minUint8s
+	VZEROUPPER
+	RET
+
+// func minUint16sAVX2(dst, a, b []byte)
+TEXT ·minUint16sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minUint16s:
+	INT_BODY(VPMINUW)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minUint16s
+	VZEROUPPER
+	RET
+
+// func minUint32sAVX2(dst, a, b []byte)
+TEXT ·minUint32sAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	MOVQ b_base+48(FP), DX
+	XORQ AX, AX
+
+loop_minUint32s:
+	INT_BODY(VPMINUD)
+	ADDQ $64, AX
+	CMPQ AX, CX
+	JB   loop_minUint32s
+	VZEROUPPER
+	RET
