@@ -24,6 +24,7 @@ type LocalRanks struct {
 // *RankError matching ErrPeerLost, a wait past its context's deadline as
 // a *TimeoutError naming the missing ranks.
 type Job struct {
+	start  time.Time // of the join: the After of its timeouts
 	rank   int
 	server *store.Server // rank 0's
 	client *store.Client
@@ -36,11 +37,12 @@ func JoinJob(ctx context.Context, o Options) (*Job, error) {
 	if o.Addr == "" {
 		return nil, base.Invalidf("no rendezvous address (Options.Addr, or the launcher's MASTER_ADDR/MASTER_PORT)")
 	}
-	srv, cl, err := joinStore(context.WithValue(ctx, openStart{}, time.Now()), o)
+	start := time.Now()
+	srv, cl, err := joinStore(context.WithValue(ctx, openStart{}, start), o)
 	if err != nil {
 		return nil, err
 	}
-	return &Job{rank: o.Rank, server: srv, client: cl}, nil
+	return &Job{start: start, rank: o.Rank, server: srv, client: cl}, nil
 }
 
 // AllGather publishes value under name and returns every rank's value,
@@ -48,7 +50,7 @@ func JoinJob(ctx context.Context, o Options) (*Job, error) {
 // order; it returns early with an error when ctx ends or a rank fails.
 func (j *Job) AllGather(ctx context.Context, name string, value []byte) ([][]byte, error) {
 	r := storeRendezvous{j.client}
-	return r.AllGather(ctx, name, value)
+	return r.AllGather(context.WithValue(ctx, openStart{}, j.start), name, value)
 }
 
 // Rank is this rank's number in the job.

@@ -255,7 +255,9 @@ type (
 	Settler interface{ Settled(d time.Duration) bool }
 )
 
-// The capabilities are package hier's, which finds them by their methods.
+// The capabilities are package hier's, which finds them by their methods;
+// these three it names (the others it declares unexported, with the same
+// methods).
 var (
 	_ hier.Exchanger       = RailExchanger(nil)
 	_ hier.DeviceRail      = DeviceInterconnect(nil)

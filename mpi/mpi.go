@@ -115,11 +115,11 @@ type Interconnect struct {
 	host, rail *mpiref.Group
 }
 
-// Host is the setup channel of this rank's host.
 // The capability along the rail: all-reduces over a power of two of hosts
 // halve.
 var _ detcoll.RailExchanger = (*Interconnect)(nil)
 
+// Host is the setup channel of this rank's host.
 func (ic *Interconnect) Host() detcoll.Rendezvous { return groupRendezvous{ic.host} }
 
 // AllGather gathers along this rank's rail.

@@ -280,7 +280,15 @@ func (c *Client) read(r *bufio.Reader) {
 			c.lost(err)
 			return
 		}
-		m, err := readMsg(r, maxFrame)
+		// The limit is on silence between frames (see Server.serve).
+		_, err := r.Peek(1)
+		if err == nil {
+			err = expectWord(c.conn, max(limit, silenceLimit()))
+		}
+		var m msg
+		if err == nil {
+			m, err = readMsg(r, maxFrame)
+		}
 		if err != nil {
 			if silent(err) {
 				c.mu.Lock()

@@ -43,9 +43,12 @@ func identityOf(value []byte) (proc.Identity, error) {
 }
 
 // peerLimit is the silence limit for the peer of a tProc: the short
-// remote one when it runs on another machine (liveness.go).
+// remote one only when it runs on another machine for sure (both boot ids
+// read, and different); a peer of this machine that cannot be watched
+// (unreadable /proc, another PID namespace) keeps the long one.
 func peerLimit(value []byte) time.Duration {
-	if id, err := identityOf(value); err == nil && !proc.SameMachine(self(), id) {
+	me := self()
+	if id, err := identityOf(value); err == nil && id.Boot != "" && me.Boot != "" && id.Boot != me.Boot {
 		return remoteLimit()
 	}
 	return silenceLimit()

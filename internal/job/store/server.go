@@ -351,19 +351,32 @@ func (s *Server) startServing(conn net.Conn) error {
 
 // serve handles requests until the goodbye (bye is true) or an error; a
 // rank silent for the silence limit is an error (liveness.go).
-func (s *Server) serve(p *peer, conn net.Conn, r io.Reader) (bye bool, err error) {
+func (s *Server) serve(p *peer, conn net.Conn, r *bufio.Reader) (bye bool, err error) {
 	limit := silenceLimit()
-	for {
+	deadline := func(d time.Duration) error {
 		// Under mu: Close's deadline, set under mu, must not be replaced.
 		s.mu.Lock()
-		if !s.closed {
-			err = expectWord(conn, limit)
+		defer s.mu.Unlock()
+		if s.closed {
+			return nil
 		}
-		s.mu.Unlock()
-		if err != nil {
+		return expectWord(conn, d)
+	}
+	for {
+		if err := deadline(limit); err != nil {
 			return false, err
 		}
-		m, err := readMsg(r, maxFrame)
+		// The limit is on silence between frames; a frame that has begun
+		// gets the long one (a large frame over a slow network is not
+		// silence).
+		_, err := r.Peek(1)
+		if err == nil {
+			err = deadline(max(limit, silenceLimit()))
+		}
+		var m msg
+		if err == nil {
+			m, err = readMsg(r, maxFrame)
+		}
 		if err != nil {
 			if silent(err) {
 				return false, &silenceError{silence(fmt.Sprintf("rank %d", p.rank), limit)}

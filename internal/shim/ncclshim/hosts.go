@@ -41,6 +41,9 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 			continue
 		}
 		if q, ok := seen[id.Boot]; ok {
+			if !across {
+				return 0, fmt.Sprintf("its ranks are on several hosts (rank 0 on %s, rank %d on %s), and ranks %d and %d share a machine that rank %d is not on: NCCL serves it", ids[0].Host, p, id.Host, q, p, p-1)
+			}
 			return 0, fmt.Sprintf("ranks %d and %d share a machine that rank %d, between them, is not on: detcoll serves several machines only with each machine's ranks numbered consecutively", q, p, p-1)
 		}
 		seen[id.Boot] = p

@@ -83,7 +83,7 @@ func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-cha
 			// Only this machine's processes can be looked at; the other
 			// machines' ranks fail through the rails (NCCL's errors) or
 			// the timeout.
-			if p == r.rank || !proc.SameMachine(ids[r.rank], id) || alive(id) {
+			if p == r.rank || id.Boot != ids[r.rank].Boot || alive(id) {
 				continue
 			}
 			r.setFailed(&detcoll.RankError{Rank: p, Err: detcoll.ErrPeerLost,
