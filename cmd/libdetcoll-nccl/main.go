@@ -17,8 +17,9 @@
 // asks of Go. docs/nccl.md says what each function does, the variables it
 // reads and what a Go runtime in a Python process means.
 //
-// It imports internal/shim/ncclshim and nothing else of the module; nothing
-// imports it. Its C includes no NCCL or CUDA header (shim.h declares the
+// Of the module it imports internal/shim/ncclshim, internal/binding/nccl
+// (NCCL's ABI values) and internal/core/settings (its debug variables);
+// nothing imports it. Its C includes no NCCL or CUDA header (shim.h declares the
 // types), so it builds anywhere cgo does.
 package main
 
