@@ -275,6 +275,7 @@ func (c *Client) Close(ctx context.Context) error {
 func (c *Client) read(r *bufio.Reader) {
 	defer close(c.readerDone)
 	limit := silenceLimit()
+	long := limit // a frame's once it has begun: the limit before the server said where it runs
 	for {
 		if err := expectWord(c.conn, limit); err != nil {
 			c.lost(err)
@@ -283,7 +284,7 @@ func (c *Client) read(r *bufio.Reader) {
 		// The limit is on silence between frames (see Server.serve).
 		_, err := r.Peek(1)
 		if err == nil {
-			err = expectWord(c.conn, max(limit, silenceLimit()))
+			err = expectWord(c.conn, long)
 		}
 		var m msg
 		if err == nil {

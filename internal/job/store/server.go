@@ -353,6 +353,7 @@ func (s *Server) startServing(conn net.Conn) error {
 // rank silent for the silence limit is an error (liveness.go).
 func (s *Server) serve(p *peer, conn net.Conn, r *bufio.Reader) (bye bool, err error) {
 	limit := silenceLimit()
+	long := limit // a frame's once it has begun: the limit before the peer said where it runs
 	deadline := func(d time.Duration) error {
 		// Under mu: Close's deadline, set under mu, must not be replaced.
 		s.mu.Lock()
@@ -371,7 +372,7 @@ func (s *Server) serve(p *peer, conn net.Conn, r *bufio.Reader) (bye bool, err e
 		// silence).
 		_, err := r.Peek(1)
 		if err == nil {
-			err = deadline(max(limit, silenceLimit()))
+			err = deadline(long)
 		}
 		var m msg
 		if err == nil {
