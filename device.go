@@ -51,22 +51,28 @@ func (c *Comm) AllReduceDevice(in, out DevicePtr, count int, dt DType, s Stream,
 	}
 	req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Stream: uintptr(s),
 		In: []base.DeviceBuf{{Addr: uint64(in), Len: b}}, Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}}
-	if req.Red, req.Scalar, err = deviceRed(op, dt); err != nil {
+	if err := deviceRed(req, op); err != nil {
 		return err
 	}
 	return c.doDevice(req)
 }
 
-// deviceRed is redOf for a device call: the scalar in memory of its own,
-// allocated only for PreMulSum, so that the other calls allocate nothing.
-func deviceRed(ops []RedOp, dt DType) (num.RedOp, []byte, error) {
+// deviceRed sets req's operator from ops as redOf does, the scalar in
+// memory of its own, allocated only for PreMulSum, so that the other
+// calls allocate nothing; a PreMulSumDevice scalar stays where it is.
+func deviceRed(req *base.DeviceRequest, ops []RedOp) error {
+	var err error
 	switch {
 	case len(ops) == 0:
-		return num.Sum, nil, nil
+		req.Red = num.Sum
 	case len(ops) == 1 && ops[0].op != num.PreMulSum:
-		return ops[0].op, nil, nil
+		req.Red = ops[0].op
+	case len(ops) == 1 && ops[0].at != 0:
+		req.Red, req.ScalarAt = num.PreMulSum, uint64(ops[0].at)
+	default:
+		req.Red, req.Scalar, err = redOf(ops, req.DType, new([8]byte))
 	}
-	return redOf(ops, dt, new([8]byte))
+	return err
 }
 
 // ReduceScatterDevice sums WorldSize*recvCount elements of dt at in over
@@ -77,13 +83,13 @@ func (c *Comm) ReduceScatterDevice(in, out DevicePtr, recvCount int, dt DType, s
 	if err != nil {
 		return err
 	}
-	red, scalar, err := deviceRed(op, dt)
-	if err != nil {
+	req := &base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: uintptr(s),
+		In:  []base.DeviceBuf{{Addr: uint64(in), Len: b}},
+		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b / c.WorldSize()}}}
+	if err := deviceRed(req, op); err != nil {
 		return err
 	}
-	return c.doDevice(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Red: red, Scalar: scalar, Stream: uintptr(s),
-		In:  []base.DeviceBuf{{Addr: uint64(in), Len: b}},
-		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b / c.WorldSize()}}})
+	return c.doDevice(req)
 }
 
 // AllGatherDevice concatenates every rank's sendCount elements at in into
@@ -131,7 +137,7 @@ func (c *Comm) ReduceScatterManyDevice(ins, outs []DevicePtr, recvCounts []int, 
 	if err != nil {
 		return err
 	}
-	if req.Red, req.Scalar, err = deviceRed(op, dt); err != nil {
+	if err := deviceRed(req, op); err != nil {
 		return err
 	}
 	req.Stream = uintptr(s)
@@ -166,12 +172,12 @@ func (c *Comm) AllReduceStagedDevice(out DevicePtr, count int, dt DType, s Strea
 	if err != nil {
 		return err
 	}
-	red, scalar, err := deviceRed(op, dt)
-	if err != nil {
+	req := &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: dt, Stream: uintptr(s),
+		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}}
+	if err := deviceRed(req, op); err != nil {
 		return err
 	}
-	return c.doDevice(&base.DeviceRequest{Op: base.OpAllReduceStaged, DType: dt, Red: red, Scalar: scalar, Stream: uintptr(s),
-		Out: []base.DeviceBuf{{Addr: uint64(out), Len: b}}})
+	return c.doDevice(req)
 }
 
 // Synchronize waits until the work queued on s is done, then returns the

@@ -15,7 +15,8 @@ import (
 // the package documentation ("Reductions").
 type RedOp struct {
 	op     num.RedOp
-	scalar float64 // PreMulSum's factor
+	scalar float64   // PreMulSum's factor
+	at     DevicePtr // PreMulSumDevice's factor, in device memory
 }
 
 // The operators besides PreMulSum.
@@ -38,6 +39,13 @@ var (
 // its own s (floating types).
 func PreMulSum(s float64) RedOp { return RedOp{op: num.PreMulSum, scalar: s} }
 
+// PreMulSumDevice is PreMulSum with this rank's factor in device memory:
+// one element of the call's type at p, read when the call runs on the GPU
+// (so that a replayed CUDA graph reads it anew), as NCCL's
+// ncclRedOpCreatePreMulSum with ncclScalarDevice. Device calls only; p
+// must stay valid until the call has run.
+func PreMulSumDevice(p DevicePtr) RedOp { return RedOp{op: num.PreMulSum, at: p} }
+
 func (o RedOp) String() string { return o.op.String() }
 
 // redOf returns the one operator of ops (Sum when none), and, for
@@ -53,6 +61,9 @@ func redOf(ops []RedOp, dt DType, buf *[8]byte) (num.RedOp, []byte, error) {
 	o := ops[0]
 	if o.op != num.PreMulSum {
 		return o.op, nil, nil
+	}
+	if o.at != 0 {
+		return 0, nil, base.Invalidf("PreMulSumDevice: a device scalar is for the Device calls (host memory: PreMulSum)")
 	}
 	b := buf[:dt.Size()]
 	switch dt {

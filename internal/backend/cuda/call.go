@@ -1,13 +1,13 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/detcoll/detcoll/internal/binding/driver"
 	"github.com/detcoll/detcoll/internal/core/base"
-	"github.com/detcoll/detcoll/internal/core/num"
 )
 
 // Enqueue queues one collective call that base.ValidateDevice accepted on
@@ -25,11 +25,6 @@ func (c *Comm) enqueue(req *base.DeviceRequest) error {
 	if err := c.usable(); err != nil {
 		return err
 	}
-	if req.Red != num.Sum {
-		// The kernels sum only, so far: refused before anything is
-		// queued, on this rank (its peers' calls then wait for it).
-		return base.Invalidf("%v/%v: the cuda backend sums only, so far (the cpu backend has every operator)", req.Op, req.Red)
-	}
 	out := 0
 	if len(req.Out) > 0 {
 		out = req.Out[0].Len
@@ -38,7 +33,7 @@ func (c *Comm) enqueue(req *base.DeviceRequest) error {
 	if err := c.stage.Check(req.Op, out, true); err != nil {
 		return err
 	}
-	if err := c.launch(req.Op, req.Signature(), c.plan.plan(req), driver.Stream(req.Stream)); err != nil {
+	if err := c.launch(req.Op, req.Signature(), operandOf(req), c.plan.plan(req), driver.Stream(req.Stream)); err != nil {
 		c.stage = pending // nothing queued: the Stage still awaits its call
 		return err
 	}
@@ -60,7 +55,7 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	}
 	if !c.stage.Pending() {
 		sig := base.Signature{Op: base.OpAllReduceStaged}
-		if err := c.launch(base.OpAllReduceStaged, sig, []step{c.plan.reserve()}, driver.Stream(s)); err != nil {
+		if err := c.launch(base.OpAllReduceStaged, sig, operand{}, []step{c.plan.reserve()}, driver.Stream(s)); err != nil {
 			return 0, err
 		}
 	}
@@ -68,11 +63,30 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	return uint64(c.buf + ctrlSize), nil
 }
 
+// operand is what a launch is given of its call's operator besides the
+// signature: what it computes (calcOf) and premulsum's scalar, as its
+// element's bits or at a device address.
+type operand struct {
+	calc             uint32
+	scalar, scalarAt uint64
+}
+
+func operandOf(req *base.DeviceRequest) operand {
+	if !req.Op.Reduces() {
+		return operand{}
+	}
+	o := operand{calc: calcOf(req.Red, req.DType), scalarAt: req.ScalarAt}
+	var b [8]byte
+	copy(b[:], req.Scalar)
+	o.scalar = binary.LittleEndian.Uint64(b[:])
+	return o
+}
+
 // launch queues the steps of one call. A failure to queue the first step
 // leaves the protocol as it was and is returned as is; a failure after
 // that leaves this rank half way through a call, which poisons the
 // communicator.
-func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Stream) error {
+func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []step, s driver.Stream) error {
 	if err := c.current(); err != nil {
 		runtime.UnlockOSThread()
 		return err
@@ -84,6 +98,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, steps []step, s driver.Str
 		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
 		Count: sig.Count, Layout: sig.Layout, LL: uint64(c.llOff), Op: uint32(sig.Op), DType: uint32(sig.DType),
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
+		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt,
 	}
 	for i, st := range steps {
 		if st.flags&flagFromInput == 0 && st.grid > c.plan.maxBlocks {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/core/num"
 	"github.com/detcoll/detcoll/internal/testkit/check"
 	"github.com/detcoll/detcoll/internal/testkit/conformance"
 	"github.com/detcoll/detcoll/internal/tools/devmem"
@@ -30,12 +31,18 @@ func TestDeviceGraphGPU(t *testing.T) { conformance.RunCase(t, backend, &graphCa
 type graphOp struct {
 	kind    string // "ar", "rs", "ag"
 	dt      detcoll.DType
-	n       int // elements per rank (reduce-scatter: of the output)
+	red     num.RedOp // "ar": its operator
+	n       int       // elements per rank (reduce-scatter: of the output)
 	in, out check.Buffer
+	scalar  check.Buffer // PreMulSum's factor, in device memory, rewritten before each replay
 }
 
 // graphOps are 16 calls: small and large all-reduces (the push path),
-// reduce-scatters (one large: the push path from W=2), all-gathers.
+// reduce-scatters (one large: the push path from W=2), all-gathers. Four
+// all-reduces take another operator: PreMulSum with its factor in device
+// memory (small and large), which each replay must read anew, Avg, Min.
+var graphReds = map[int]num.RedOp{4: num.PreMulSum, 5: num.PreMulSum, 8: num.Avg, 13: num.Min}
+
 func graphOps(m check.Memory, w int) ([]*graphOp, error) {
 	var ops []*graphOp
 	for i := range 16 {
@@ -61,6 +68,14 @@ func graphOps(m check.Memory, w int) ([]*graphOp, error) {
 			outN = w * op.n
 		}
 		var err error
+		if red, ok := graphReds[i]; ok {
+			op.red = red
+			if red == num.PreMulSum {
+				if op.scalar, err = m.Alloc(op.dt.Size(), 0); err != nil {
+					return nil, err
+				}
+			}
+		}
 		if op.in, err = m.Alloc(inN*op.dt.Size(), op.dt.Size()); err != nil {
 			return nil, err
 		}
@@ -75,10 +90,12 @@ func graphOps(m check.Memory, w int) ([]*graphOp, error) {
 // enqueue queues op on s, without waiting.
 func (op *graphOp) enqueue(c *detcoll.Comm, s detcoll.Stream) error {
 	in, out := op.in.(*devmem.Buffer).Ptr(), op.out.(*devmem.Buffer).Ptr()
-	switch op.kind {
-	case "ar":
-		return c.AllReduceDevice(in, out, op.n, op.dt, s)
-	case "rs":
+	switch {
+	case op.kind == "ar" && op.scalar != nil:
+		return c.AllReduceDevice(in, out, op.n, op.dt, s, detcoll.PreMulSumDevice(op.scalar.(*devmem.Buffer).Ptr()))
+	case op.kind == "ar":
+		return c.AllReduceDevice(in, out, op.n, op.dt, s, check.RedOpOf(op.red, 0))
+	case op.kind == "rs":
 		return c.ReduceScatterDevice(in, out, op.n, op.dt, s)
 	}
 	return c.AllGatherDevice(in, out, op.n, op.dt, s)
@@ -97,10 +114,21 @@ func (op *graphOp) inputs(w, rank, call int) ([]byte, error) {
 	if err := op.in.Write(all[rank]); err != nil {
 		return nil, err
 	}
-	switch op.kind {
-	case "ar":
-		return check.ReferenceSum(op.dt, all), nil
-	case "rs":
+	switch {
+	case op.kind == "ar" && op.scalar != nil:
+		// Every call its own factors: a replay that read a stale scalar
+		// gets the last call's result.
+		factors := make([]float64, w)
+		for p := range factors {
+			factors[p] = check.RoundTo(op.dt, check.PremulFactor(p)+0.125*float64(call%7))
+		}
+		if err := op.scalar.Write(check.ScalarBytes(op.dt, factors[rank])); err != nil {
+			return nil, err
+		}
+		return check.ReferenceReduce(op.dt, op.red, all, factors), nil
+	case op.kind == "ar":
+		return check.ReferenceReduce(op.dt, op.red, all, nil), nil
+	case op.kind == "rs":
 		return check.ReferenceSum(op.dt, check.Shares(all, rank, op.n*op.dt.Size())), nil
 	}
 	return bytes.Join(all, nil), nil

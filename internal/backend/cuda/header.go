@@ -37,7 +37,7 @@ func headerGroups() []struct {
 			{"DC_MAX_WORLD", maxWorld, "ranks: the missing-rank mask is one 64-bit word"},
 			{"DC_MAX_WORK", maxWork, "buffers per launch"},
 			{"DC_BLOCK", block, "threads per block of every launch"},
-			{"DC_MAX_LEAVES", maxLeaves, "hosts whose sums treesum.cu adds (internal/hier)"},
+			{"DC_MAX_LEAVES", maxLeaves, "hosts whose sums treesum.cu adds (internal/backend/hier)"},
 		}},
 		{"Control block of a rank's buffer (bytes, layout.go).", []define{
 			{"DC_OFF_STAGE", offStage, ""},
@@ -45,7 +45,8 @@ func headerGroups() []struct {
 			{"DC_OFF_REDUCED", offReduced, ""},
 			{"DC_OFF_STATUS", offStatus, ""},
 			{"DC_OFF_SIG", offSig, ""},
-			{"DC_SIG_WORDS", sigWords, fmt.Sprintf("a signature slot: proto's %d words and a spare", proto.SignatureWords)},
+			{"DC_SIG_WORDS", sigWords, fmt.Sprintf("a signature slot: proto's %d words, then the rank's premulsum scalar", proto.SignatureWords)},
+			{"DC_SIG_CMP", proto.SignatureWords, "the words of a slot that ranks compare"},
 			{"DC_OFF_CLAIM", offClaim, ""},
 			{"DC_OFF_COUNT_STAGE", offCountStage, ""},
 			{"DC_OFF_COUNT_REDUCED", offCountReduced, ""},
@@ -99,6 +100,23 @@ func headerGroups() []struct {
 			{"DC_MODE_PUSH_RS", modePushRS, ""},
 			{"DC_MODE_RPUSH_RS", modeRPushRS, ""},
 		}},
+		{"What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).", []define{
+			{"DC_CALC_NODE", calcNode, "the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN"},
+			{"DC_CALC_MAX", calcMax, ""},
+			{"DC_CALC_MIN", calcMin, ""},
+			{"DC_CALC_PRE", calcPre, "premulsum: each leaf times its rank's scalar"},
+			{"DC_CALC_POST", calcPost, "avg: the root divided by W"},
+			{"DC_CALC_SIGNED", calcSigned, "integers: max, min and avg are signed"},
+			{"DC_CALC_TYPE_SHIFT", calcTypeShift, "the element type, in 4 bits from here: a DC_TYPE_*"},
+			{"DC_TYPE_BF16", typeBF16, ""},
+			{"DC_TYPE_F16", typeF16, ""},
+			{"DC_TYPE_F32", typeF32, ""},
+			{"DC_TYPE_F64", typeF64, ""},
+			{"DC_TYPE_I8", typeI8, "integers by width: int8 and uint8"},
+			{"DC_TYPE_I16", typeI16, ""},
+			{"DC_TYPE_I32", typeI32, ""},
+			{"DC_TYPE_I64", typeI64, ""},
+		}},
 		{"Error record codes.", []define{
 			{"DC_CODE_TIMEOUT", codeTimeout, ""},
 			{"DC_CODE_MISMATCH", codeMismatch, ""},
@@ -123,12 +141,7 @@ func headerGroups() []struct {
 func kernelHeader() []byte {
 	var b bytes.Buffer
 	b.WriteString("// proto.h: the constants the kernels share with Go. Generated from\n" +
-		// The paths in the header's text are the ones before the layout of
-		// issue 24 (internal/cuda is now internal/backend/cuda): the text is
-		// part of the kernels' source, whose bytes key the kernels built
-		// ahead of time (aot/), and those are rebuilt only where NVRTC is.
-		// Correct them with the next rebuild.
-		"// internal/cuda/header.go by go generate; DO NOT EDIT.\n")
+		"// internal/backend/cuda/header.go by go generate; DO NOT EDIT.\n")
 	for _, g := range headerGroups() {
 		fmt.Fprintf(&b, "\n// %s\n", g.heading)
 		for _, d := range g.defs {

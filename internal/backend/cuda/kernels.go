@@ -21,14 +21,18 @@ var kernelFiles = []string{"launch.h", "tree.h", "prims.h", "lines.h", "wait.h",
 // kernelSource is what NVRTC compiles for the collectives.
 var kernelSource = source(kernelFiles...)
 
+// sharedFiles are the kernel files every kernel's text starts with: the
+// memory operations and the arithmetic.
+var sharedFiles = []string{"ops.h", "reduce.h"}
+
 // source is the text NVRTC compiles for kernel files: the generated
-// header (header.go), ops.h, which every kernel shares, then the files,
+// header (header.go), sharedFiles, then the files,
 // each file's lines keeping their numbers in compile errors. NVRTC is
 // given no include path: one text, so that the disk cache keys on all of
 // it.
 func source(files ...string) []byte {
 	b := kernelHeader()
-	for _, name := range append([]string{"ops.h"}, files...) {
+	for _, name := range append(append([]string(nil), sharedFiles...), files...) {
 		text, err := kernelDir.ReadFile("kernels/" + name)
 		if err != nil {
 			panic(err) // embedded at build time: cannot be missing

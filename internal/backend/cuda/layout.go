@@ -133,13 +133,39 @@ type work struct {
 	In, Out, Bytes, Off uint64
 }
 
+// What a reducing launch computes (kernelArgs.Calc, calcOf).
+const (
+	calcNode      = 3 // the operator at the tree's nodes: 0 (add), calcMax or calcMin
+	calcMax       = 1
+	calcMin       = 2
+	calcPre       = 4  // premulsum: each leaf times its rank's scalar
+	calcPost      = 8  // avg: the root divided by W
+	calcSigned    = 16 // integers: max, min and avg compare and divide signed
+	calcTypeShift = 8  // the element type, 4 bits from here: a type*
+)
+
+// The element types of the reducing kernel (calcTypeShift): integers by
+// width, their sign in calcSigned.
+const (
+	typeBF16 = 1 + iota
+	typeF16
+	typeF32
+	typeF64
+	typeI8
+	typeI16
+	typeI32
+	typeI64
+)
+
 // kernelArgs is the kernels' one parameter. It must match struct Args of
 // the kernels field for field (Go lays it out as C does).
 type kernelArgs struct {
 	Self, Host, Timeout      uint64
 	Count, Layout            uint64
 	LL, Window               uint64
+	Scalar, ScalarAt         uint64
 	Op, DType, Root, NBuf    uint32
+	Red, Calc                uint32
 	Rank, Flags, Mode, NWork uint32
 	Work                     [maxWork]work
 }

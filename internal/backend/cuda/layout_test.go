@@ -69,8 +69,8 @@ func TestKernelConstantsWrittenOnce(t *testing.T) {
 // text of one kernel (a file left out of kernelFiles would be dead code
 // that reads as live).
 func TestKernelFilesAllCompiled(t *testing.T) {
-	used := map[string]bool{"kernels/proto.h": true, "kernels/ops.h": true, "kernels/treesum.cu": true}
-	for _, name := range kernelFiles {
+	used := map[string]bool{"kernels/proto.h": true, "kernels/treesum.cu": true}
+	for _, name := range append(append([]string(nil), sharedFiles...), kernelFiles...) {
 		used["kernels/"+name] = true
 	}
 	files, _ := fs.Glob(kernelDir, "kernels/*")
@@ -94,12 +94,12 @@ func TestLayout(t *testing.T) {
 		offStopped+8*maxWorld > ctrlSize {
 		t.Errorf("the pushed arrays overlap or leave the control block")
 	}
-	// struct Args: 7 u64, 8 u32, then DC_MAX_WORK Works of 4 u64.
-	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(7*8+8*4+maxWork*32); got != want {
+	// struct Args: 9 u64, 10 u32, then DC_MAX_WORK Works of 4 u64.
+	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(9*8+10*4+maxWork*32); got != want {
 		t.Errorf("kernelArgs is %d bytes, struct Args %d", got, want)
 	}
-	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 88 {
-		t.Errorf("kernelArgs.Work at %d, struct Args.work at 88", got)
+	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 112 {
+		t.Errorf("kernelArgs.Work at %d, struct Args.work at 112", got)
 	}
 }
 

@@ -6,33 +6,59 @@ import (
 	"github.com/detcoll/detcoll/internal/core/proto"
 )
 
-// kernel names one entry point of collective.cu.
+// kernel names one entry point of collective.cu: the copy of the
+// operations that only move bytes, and the reduction of every element
+// type and operator (kernelArgs.Calc, calcOf).
 type kernel int
 
 const (
-	kernelCopy kernel = iota // gathers, broadcast, staging copies, waits
-	kernelBF16
-	kernelF16
-	kernelF32
-	kernelF64
+	kernelCopy   kernel = iota // gathers, broadcast, staging copies, waits
+	kernelReduce               // every reduction
 	numKernels
 )
 
-var kernelNames = [numKernels]string{"dc_copy", "dc_bf16", "dc_f16", "dc_f32", "dc_f64"}
+var kernelNames = [numKernels]string{"dc_copy", "dc_reduce"}
 
-// reduceKernel returns the kernel that sums dt.
-func reduceKernel(dt num.DType) kernel {
+// calcOf is what the kernel of a reduction computes (Args.calc, reduce.h):
+// the element type, the operator at the tree's nodes, premulsum's leaves,
+// avg's root, and the integers' sign. Adding an operator: num, reduce.h,
+// and a case here.
+func calcOf(red num.RedOp, dt num.DType) uint32 {
+	var c uint32
+	switch red {
+	case num.Max:
+		c = calcMax
+	case num.Min:
+		c = calcMin
+	case num.PreMulSum:
+		c = calcPre
+	case num.Avg:
+		c = calcPost
+	}
+	var t uint32
 	switch dt {
 	case num.BFloat16Type:
-		return kernelBF16
+		t = typeBF16
 	case num.Float16Type:
-		return kernelF16
+		t = typeF16
 	case num.Float32Type:
-		return kernelF32
+		t = typeF32
 	case num.Float64Type:
-		return kernelF64
+		t = typeF64
+	case num.Int8Type, num.Uint8Type:
+		t = typeI8
+	case num.Int16Type, num.Uint16Type:
+		t = typeI16
+	case num.Int32Type, num.Uint32Type:
+		t = typeI32
+	case num.Int64Type, num.Uint64Type:
+		t = typeI64
 	}
-	return kernelCopy
+	switch dt {
+	case num.Int8Type, num.Int16Type, num.Int32Type, num.Int64Type:
+		c |= calcSigned
+	}
+	return c | t<<calcTypeShift
 }
 
 // step is one kernel launch of a call.
@@ -143,7 +169,7 @@ func (p planner) reserve() step {
 func (p planner) kernelOf(req *base.DeviceRequest, a proto.Action) kernel {
 	sums := opMode(req.Op) == modeReduce || opMode(req.Op) == modeRShard
 	if sums && (a == proto.Compute || a == proto.ReduceShard) {
-		return reduceKernel(req.DType)
+		return kernelReduce
 	}
 	return kernelCopy
 }

@@ -17,13 +17,17 @@ type DeviceBuf struct {
 type DeviceRequest struct {
 	Op    Op
 	DType num.DType
-	// Red and Scalar are as Request's (the scalar in host memory).
-	Red    num.RedOp
-	Scalar []byte
-	Root   int
-	In     []DeviceBuf
-	Out    []DeviceBuf
-	Stream uintptr
+	// Red and Scalar are as Request's (the scalar in host memory), or,
+	// for PreMulSum, ScalarAt is the device address of the scalar (one
+	// element of DType, read when the call runs on the GPU, as NCCL's
+	// ncclScalarDevice), and Scalar is empty.
+	Red      num.RedOp
+	Scalar   []byte
+	ScalarAt uint64
+	Root     int
+	In       []DeviceBuf
+	Out      []DeviceBuf
+	Stream   uintptr
 }
 
 // ValidateDevice checks a device request with the rules of Validate, plus
@@ -32,7 +36,17 @@ type DeviceRequest struct {
 // bytes and take any address.)
 func (b Bounds) ValidateDevice(r *DeviceRequest) error {
 	in, out := deviceSpans(r.In), deviceSpans(r.Out)
-	if err := b.validate(r.Op, r.Red, r.DType, r.Root, len(r.Scalar), in, out); err != nil {
+	scalar := len(r.Scalar)
+	if r.ScalarAt != 0 {
+		if scalar != 0 || r.Red != num.PreMulSum {
+			return Invalidf("%v: a device scalar is for premulsum alone, without a host scalar", r.Op)
+		}
+		if r.ScalarAt%uint64(r.DType.Size()) != 0 {
+			return Invalidf("%v: the device scalar at %#x is not aligned to its %d-byte %v", r.Op, r.ScalarAt, r.DType.Size(), r.DType)
+		}
+		scalar = r.DType.Size()
+	}
+	if err := b.validate(r.Op, r.Red, r.DType, r.Root, scalar, in, out); err != nil {
 		return err
 	}
 	if r.Op.Reduces() {

@@ -45,6 +45,14 @@ type Memory interface {
 	AllGather(c *detcoll.Comm, dt detcoll.DType, in, out Buffer) error
 	AllGatherMany(c *detcoll.Comm, dt detcoll.DType, ins, outs []Buffer) error
 	Broadcast(c *detcoll.Comm, dt detcoll.DType, buf Buffer, root int) error
+
+	// Reduce makes reduction k (ins[0] into outs[0], or every buffer for
+	// the Many calls) with operator op.
+	Reduce(c *detcoll.Comm, k Reduction, dt detcoll.DType, op detcoll.RedOp, ins, outs []Buffer) error
+	// PreMulSum returns PreMulSum with factor f (rounded to dt), its
+	// scalar in this memory where inMemory is set (on a device: in device
+	// memory, PreMulSumDevice), else in the call (PreMulSum).
+	PreMulSum(dt detcoll.DType, f float64, inMemory bool) (detcoll.RedOp, error)
 }
 
 // Alloc allocates n bytes of m at off and writes b into them.
@@ -127,4 +135,13 @@ func (Host) AllGatherMany(c *detcoll.Comm, dt detcoll.DType, ins, outs []Buffer)
 
 func (Host) Broadcast(c *detcoll.Comm, dt detcoll.DType, buf Buffer, root int) error {
 	return Broadcast(c, dt, hostBytes(buf), root)
+}
+
+func (Host) Reduce(c *detcoll.Comm, k Reduction, dt detcoll.DType, op detcoll.RedOp, ins, outs []Buffer) error {
+	return Reduce(c, k, dt, op, hostEach(ins), hostEach(outs))
+}
+
+// PreMulSum is detcoll.PreMulSum(f): host memory has no other residence.
+func (Host) PreMulSum(dt detcoll.DType, f float64, inMemory bool) (detcoll.RedOp, error) {
+	return detcoll.PreMulSum(f), nil
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/detcoll/detcoll"
@@ -153,3 +154,11 @@ func fromFloat64(dt detcoll.DType, f float64) uint64 {
 // RoundTo is f rounded once to the float type dt, as a float64: a
 // PreMulSum factor as the ranks use it.
 func RoundTo(dt detcoll.DType, f float64) float64 { return toFloat64(dt, fromFloat64(dt, f)) }
+
+// ScalarBytes is f rounded to the float type dt, as one element's bytes
+// (little endian): a PreMulSum factor in memory.
+func ScalarBytes(dt detcoll.DType, f float64) []byte {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], fromFloat64(dt, f))
+	return b[:dt.Size()]
+}

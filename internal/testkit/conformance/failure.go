@@ -114,22 +114,20 @@ var mismatches = []mismatch{
 	{name: "op-root", others: allReduce(1000, f32), odd: broadcastFrom(0)},
 	{name: "root", others: broadcastFrom(0), odd: broadcastFrom(1)},
 	{name: "layout", others: gatherMany(500, 500), odd: gatherMany(10, 990)},
-	{name: "redop", others: allReduce(1000, f32), odd: allReduceWith(1000, f32, detcoll.Max)},
+	{name: "redop", device: true, others: allReduce(1000, f32), odd: allReduceWith(1000, f32, detcoll.Max)},
+	// Past the one-shot sizes, on the push path on a GPU.
+	{name: "redop-large", device: true, others: allReduceWith(600000, f32, detcoll.Avg),
+		odd: allReduceWith(600000, f32, detcoll.Min)},
 }
 
-// allReduceWith is allReduce with operator op, on host memory.
+// allReduceWith is allReduce with operator op.
 func allReduceWith(n int, dt detcoll.DType, op detcoll.RedOp) mismatchCall {
 	return func(c *detcoll.Comm, m check.Memory) ([]check.Buffer, error) {
 		bufs, err := check.AllocAll(m, []int{n * dt.Size(), n * dt.Size()}, 0)
 		if err != nil {
 			return nil, err
 		}
-		in, ok1 := bufs[0].(*check.Guarded)
-		out, ok2 := bufs[1].(*check.Guarded)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("allReduceWith: host memory only, got %T", bufs[0])
-		}
-		return bufs, check.Reduce(c, check.CallAllReduce, dt, op, [][]byte{in.Bytes()}, [][]byte{out.Bytes()})
+		return bufs, m.Reduce(c, check.CallAllReduce, dt, op, bufs[:1], bufs[1:])
 	}
 }
 

@@ -175,3 +175,41 @@ func (m *Memory) AllGatherMany(c *detcoll.Comm, dt detcoll.DType, ins, outs []ch
 func (m *Memory) Broadcast(c *detcoll.Comm, dt detcoll.DType, buf check.Buffer, root int) error {
 	return m.wait(c, c.BroadcastDevice(dev(buf), buf.Len()/dt.Size(), dt, root, m.Stream))
 }
+
+func (m *Memory) Reduce(c *detcoll.Comm, k check.Reduction, dt detcoll.DType, op detcoll.RedOp, ins, outs []check.Buffer) error {
+	switch k {
+	case check.CallAllReduce:
+		return m.wait(c, c.AllReduceDevice(dev(ins[0]), dev(outs[0]), ins[0].Len()/dt.Size(), dt, m.Stream, op))
+	case check.CallReduceScatter:
+		return m.wait(c, c.ReduceScatterDevice(dev(ins[0]), dev(outs[0]), outs[0].Len()/dt.Size(), dt, m.Stream, op))
+	case check.CallReduceScatterMany:
+		return m.wait(c, c.ReduceScatterManyDevice(devEach(ins), devEach(outs), counts(outs, dt.Size()), dt, m.Stream, op))
+	case check.CallStaged:
+		n := ins[0].Len() / dt.Size()
+		st, err := c.StageDevice(n, dt, m.Stream)
+		if err == nil && n > 0 {
+			err = driver.MemcpyDtoDAsync(driver.DevicePtr(st), driver.DevicePtr(dev(ins[0])), ins[0].Len(), driver.Stream(m.Stream))
+		}
+		if err != nil {
+			return err
+		}
+		return m.wait(c, c.AllReduceStagedDevice(dev(outs[0]), n, dt, m.Stream, op))
+	}
+	return fmt.Errorf("devmem: no reduction %d", k)
+}
+
+// PreMulSum returns PreMulSumDevice of f rounded to dt, in a buffer of
+// the arena, where inMemory is set, else PreMulSum(f).
+func (m *Memory) PreMulSum(dt detcoll.DType, f float64, inMemory bool) (detcoll.RedOp, error) {
+	if !inMemory {
+		return detcoll.PreMulSum(f), nil
+	}
+	b, err := m.Alloc(dt.Size(), 0)
+	if err == nil {
+		err = b.Write(check.ScalarBytes(dt, f))
+	}
+	if err != nil {
+		return detcoll.RedOp{}, err
+	}
+	return detcoll.PreMulSumDevice(dev(b)), nil
+}

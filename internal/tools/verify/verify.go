@@ -239,12 +239,9 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, opts detcoll.Opti
 func rows(r *rowRun, cfg Config, t *table) error {
 	device := r.c.Device() >= 0
 	w := r.c.WorldSize()
-	reduce := reduceOps
-	if !device {
-		reduce = append(slices.Clone(reduceOps), operatorOps()...)
-	}
+	reduce := append(slices.Clone(reduceOps), operatorOps()...)
 	if device {
-		reduce = append(slices.Clone(reduceOps), windowOp)
+		reduce = append(reduce, windowOp)
 		if r.host != nil {
 			reduce = append(reduce, crossOps()...)
 		}

@@ -6,10 +6,12 @@
 // registers. It includes no CUDA header: loads, stores, fences, atomics,
 // adds and conversions are inline PTX, which pins down exactly the
 // instructions the contract needs (acquire/release at system scope,
-// round-to-nearest adds that no compiler can contract into an FMA, no
-// flush to zero). The host compiles one text (kernels.go, kernelFiles):
+// operations rounded once to nearest that no compiler can contract into
+// an FMA, no flush to zero). The host compiles one text (kernels.go,
+// kernelFiles):
 //   proto.h     the constants shared with Go, generated (header.go)
-//   ops.h       element types, memory operations, the add of a tree node
+//   ops.h       memory operations
+//   reduce.h    the element types and the operators: a node, a leaf, the root
 //   launch.h    the launch's arguments and each block's state
 //   tree.h      T over the ranks
 //   prims.h     reduce_range and copy_bytes, the loops that move data
@@ -81,6 +83,17 @@
 // communicators fit on one GPU at once (cuda/share.go).
 #define DC_MIN_BLOCKS 2
 
+// own_scalar is this rank's premulsum scalar, as its element's bits: from
+// the arguments, or read from device memory as the launch runs (NCCL's
+// ncclScalarDevice), so that a replayed graph reads it anew.
+__device__ u64 own_scalar(const Args& a) {
+  if (!(a.calc & DC_CALC_PRE)) return 0;
+  if (a.scalar_at == 0) return a.scalar;
+  u64 v = 0;
+  with_type(a.calc, [&](auto e) { v = load_elem<decltype(e)::size>(a.scalar_at); });
+  return v;
+}
+
 // run takes the steps of a launch that its flags name, in the order of
 // proto's schedule, or the whole call by LL.
 template <class E>
@@ -98,6 +111,7 @@ __device__ void run(const Args& a, State& s) {
     s.pay[p] = ll ? scratch + (u64)p * DC_LL_MAX : s.ctrl[p] + DC_CTRL_SIZE;
     s.code[p] = 0;
     s.aux[p] = 0;
+    s.scale[p] = p == a.rank ? own_scalar(a) : 0;
     // LL checks the acks of its slot without a wait of its own: the
     // loads overlap the stage's.
     if (ll && p != a.rank) s.ack[p] = ld_acquire(a.self + DC_OFF_ACK + 8 * p);
@@ -149,7 +163,7 @@ __device__ void run(const Args& a, State& s) {
   if (a.flags & DC_F_COPYIN)
     for (u32 k = 0; k < a.nwork; k++)
       if (a.work[k].in != 0) copy_bytes(s.pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes, gtid(), gstride());
-  if ((a.flags & DC_F_PUBLISH) && last_block(a, s, DC_OFF_COUNT_STAGE) && t == 0) publish_stage(a, seq);
+  if ((a.flags & DC_F_PUBLISH) && last_block(a, s, DC_OFF_COUNT_STAGE) && t == 0) publish_stage(a, s, seq);
   if (a.flags & DC_F_READY) {
     if (!wait_all(a, s, DC_OFF_STAGE, seq, DC_PHASE_READY, DC_PROBE_HEADER)) return;
     if (!check_signatures(a, s)) return;
@@ -161,6 +175,14 @@ __device__ void run(const Args& a, State& s) {
                   first ? DC_PROBE_ANY : DC_PROBE_NONE))
       return;
     if (first && !check_signatures(a, s)) return;
+  }
+  // A premulsum's later chunks check no signatures (plan.go): the peers'
+  // scalars are in their slots still, which they rewrite only after this
+  // rank's done.
+  if ((a.calc & DC_CALC_PRE) && (a.flags & DC_F_COMPUTE) && !(a.flags & (DC_F_READY | DC_F_WAIT_SENT))) {
+    for (u32 p = t; p < kWorld; p += nt)
+      if (p != a.rank) s.scale[p] = ld_vol(s.ctrl[p] + DC_OFF_SIG + 8 * DC_SIG_CMP);
+    sync_block();
   }
   if (a.flags & DC_F_COMPUTE)
     for (u32 k = 0; k < a.nwork; k++) {
@@ -176,23 +198,13 @@ __device__ void run(const Args& a, State& s) {
   if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
 }
 
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_bf16(Args a) {
-  __shared__ State s;
-  run<BF16>(a, s);
-}
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f16(Args a) {
-  __shared__ State s;
-  run<F16>(a, s);
-}
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f32(Args a) {
-  __shared__ State s;
-  run<F32>(a, s);
-}
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_f64(Args a) {
-  __shared__ State s;
-  run<F64>(a, s);
-}
+// The entry points (plan.go's kernels): the operations that only copy,
+// and every reduction, whatever its type and operator (reduce.h's Any).
 extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_copy(Args a) {
   __shared__ State s;
   run<Bytes>(a, s);
+}
+extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_reduce(Args a) {
+  __shared__ State s;
+  run<Any>(a, s);
 }

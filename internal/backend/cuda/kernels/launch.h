@@ -21,7 +21,11 @@ struct Args {
   u64 count, layout;
   u64 ll;      // offset of the LL area in every rank's buffer
   u64 window;  // LL: bytes of the image each block handles
+  u64 scalar;      // premulsum: this rank's scalar, as its element's bits, unless scalar_at
+  u64 scalar_at;   // premulsum: the device address of this rank's scalar (read as the launch runs), or 0
   u32 op, dtype, root, nbuf;  // with count and layout: the signature
+  u32 red;                    // the reduction's operator (num.RedOp): in the signature
+  u32 calc;                   // what the kernel computes of it: DC_CALC_* (Red)
   u32 rank, flags, mode, nwork;
   Work work[DC_MAX_WORK];
 };
@@ -39,6 +43,7 @@ struct State {
   u64 aux[kWorld];
   u64 ack[kWorld];     // LL: the peers' acks as the launch began
   u64 mirror[kWorld];  // push path: where reduce_range also stores, per peer (0: none)
+  u64 scale[kWorld];   // premulsum: rank p's scalar (its signature slot's last word)
   // The peers' signatures as their LL headers brought them (word k of rank
   // p at p * DC_SIG_WORDS + k, valid where sig_ok is set): what record
   // reports for a peer whose control block holds an older signature.
@@ -70,15 +75,22 @@ __device__ __forceinline__ void shard(int p, u64 n, u64* lo, u64* hi) {
   *hi = *lo + per < n ? *lo + per : n;
 }
 
-// own_signature writes this rank's signature of call seq: what every peer
-// must agree with before any output is written (contract section 5).
-__device__ void own_signature(const Args& a, u64 seq, u64* w) {
-  w[0] = a.op;
+// own_signature writes this rank's signature slot of call seq: the
+// signature (proto.EncodeSignature), what every peer must agree with
+// before any output is written (contract section 5), in its first
+// DC_SIG_CMP words, then this rank's premulsum scalar, which its peers
+// read with it and do not compare.
+__device__ void own_signature(const Args& a, const State& s, u64 seq, u64* w) {
+  w[0] = a.op | (u64)a.red << 32;
   w[1] = a.dtype;
   w[2] = a.count;
   w[3] = a.root;
   w[4] = a.nbuf;
   w[5] = a.layout;
   w[6] = seq;
-  w[7] = 0;
+  w[7] = s.scale[a.rank];
 }
+static_assert(DC_SIG_CMP == 7 && DC_SIG_WORDS == 8, "own_signature: 7 words compared, then the scalar");
+
+// red_of is the launch's operator (reduce.h) over its world.
+__device__ __forceinline__ Red red_of(const Args& a, const State& s) { return Red{a.calc, (u32)kWorld, s.scale}; }

@@ -93,7 +93,7 @@ __device__ void compute_window(const Args& a, State& s, const Work& w, u64 lo, u
   } else if (a.mode == DC_MODE_BCAST) {
     if (a.rank != a.root) copy_bytes(out, s.pay[a.root] + x, y - x, g, st);
   } else if constexpr (E::reduces) {
-    reduce_range<E>(s.pay, s.mirror, out, x, (y - x) / sizeof(typename E::T), g, st);
+    reduce_range(red_of(a, s), s.pay, s.mirror, false, out, x, y - x, g, st);
   }
 }
 
@@ -162,7 +162,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
   // Push this rank's lines, and (window 0, the first block to start) its
   // signature, to every peer.
   u64 mine[DC_SIG_WORDS];
-  own_signature(a, seq, mine);
+  own_signature(a, s, seq, mine);
   if (s.win == 0)
     for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt)
       if (i / DC_SIG_WORDS != a.rank)
@@ -189,7 +189,9 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
       continue;
     s.sig[i] = v;
     s.sig_ok[i] = 1;
-    if (v != mine[i % DC_SIG_WORDS]) {
+    if (i % DC_SIG_WORDS == DC_SIG_CMP) {
+      s.scale[p] = v;  // the peer's scalar, not compared
+    } else if (v != mine[i % DC_SIG_WORDS]) {
       s.code[p] = DC_CODE_MISMATCH;
       s.fail = 1;
     }
@@ -245,7 +247,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
           for (int p = 0; p < kWorld; p++)
             if (p == (int)a.root) st_u64(w.out + (x - ob), v[p]);
         } else if constexpr (E::reduces) {
-          st_u64(w.out + (x - ob), tree_regs<E>(v));
+          st_u64(w.out + (x - ob), tree_regs_of(red_of(a, s), v));
         }
       } else {
 #pragma unroll

@@ -1,19 +1,26 @@
 // prims.h: the two loops that move data: T over the leaves into an
 // output (reduce_range), and a copy (copy_bytes).
 
-// reduce_range writes n elements to dst: element i is T over every leaf
+// reduce_range writes nb bytes of elements (of r's type) to dst: element i is T over every leaf
 // (a rank's staging or scratch image, or the input alone) at byte offset
 // off + i*size. Every leaf is 16-byte aligned; where dst and off agree
 // modulo 16 the body moves 16-byte vectors, with scalar head and tail;
 // otherwise it is all scalar. Each element is the same expression either way. Thread g
 // of st threads takes every st-th vector (the grid, or one block).
 //
-// With MIRROR each result is also stored at mirror[p] + its offset for
-// every peer p (the push path's all-reduce sends its sums on as it makes
-// them); the mirrors are aligned like off.
-template <class E, bool MIRROR = false>
-__device__ void reduce_range(const u64* leaf, const u64* mirror, u64 dst, u64 off, u64 n, u64 g, u64 st) {
-  constexpr u64 S = sizeof(typename E::T), V = 16 / S;
+// With mirrored set, each result is also stored at mirror[p] + its offset
+// for every peer p with a mirror (the push path's all-reduce sends its
+// sums on as it makes them); the mirrors are aligned like off.
+//
+// reduce_loop is its body for one type and operator C (reduce.h's
+// with_type, with_calc), not inlined: one copy of each, whatever the
+// number of callers. (The mirror is a uniform branch, not a template
+// parameter: that would double the kernel's code.)
+template <class E, u32 C>
+__device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
+                                         u64 off, u64 nb, u64 g, u64 st) {
+  constexpr u64 S = E::size, V = 16 / S;
+  const u64 n = nb / S;
   u64 head = n, nv = 0;
   if (((dst - off) & 15) == 0) {
     head = ((16 - (dst & 15)) & 15) / S;
@@ -21,11 +28,11 @@ __device__ void reduce_range(const u64* leaf, const u64* mirror, u64 dst, u64 of
     nv = (n - head) / V;
   }
   auto one = [&](u64 i) {
-    const auto v = tree_one<E>(leaf, off + i * S);
-    Elem<E>::store(dst + i * S, v);
-    if constexpr (MIRROR)
+    const u64 v = tree_one<E, C>(r, leaf, off + i * S);
+    store_elem<S>(dst + i * S, v);
+    if (mirrored)
       for (int p = 0; p < kWorld; p++)
-        if (mirror[p] != 0) Elem<E>::store(mirror[p] + off + i * S, v);
+        if (mirror[p] != 0) store_elem<S>(mirror[p] + off + i * S, v);
   };
   for (u64 i = g; i < head; i += st) one(i);
   const u64 vd = dst + head * S, vo = off + head * S;
@@ -35,23 +42,32 @@ __device__ void reduce_range(const u64* leaf, const u64* mirror, u64 dst, u64 of
   for (; i + (U - 1) * st < nv; i += U * st) {
     V4 v[U];
 #pragma unroll
-    for (int j = 0; j < U; j++) v[j] = tree_vec<E>(leaf, vo + 16 * (i + j * st));
+    for (int j = 0; j < U; j++) v[j] = tree_vec<E, C>(r, leaf, vo + 16 * (i + j * st));
 #pragma unroll
     for (int j = 0; j < U; j++) {
       st_v4(vd + 16 * (i + j * st), v[j]);
-      if constexpr (MIRROR)
+      if (mirrored)
         for (int p = 0; p < kWorld; p++)
           if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * (i + j * st), v[j]);
     }
   }
   for (; i < nv; i += st) {
-    const V4 v = tree_vec<E>(leaf, vo + 16 * i);
+    const V4 v = tree_vec<E, C>(r, leaf, vo + 16 * i);
     st_v4(vd + 16 * i, v);
-    if constexpr (MIRROR)
+    if (mirrored)
       for (int p = 0; p < kWorld; p++)
         if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * i, v);
   }
   for (u64 i = head + nv * V + g; i < n; i += st) one(i);
+}
+
+__device__ __forceinline__ void reduce_range(const Red& r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
+                                             u64 off, u64 nb, u64 g, u64 st) {
+  with_type(r.calc, [&](auto e) {
+    using E = decltype(e);
+    with_calc<E>(r.calc,
+                 [&](auto c) { reduce_loop<E, decltype(c)::value>(r, leaf, mirror, mirrored, dst, off, nb, g, st); });
+  });
 }
 
 // copy_bytes copies n bytes: 16-byte stores to dst wherever dst is aligned,

@@ -1,11 +1,11 @@
 // proto.h: the constants the kernels share with Go. Generated from
-// internal/cuda/header.go by go generate; DO NOT EDIT.
+// internal/backend/cuda/header.go by go generate; DO NOT EDIT.
 
 // Limits.
 #define DC_MAX_WORLD 64  // ranks: the missing-rank mask is one 64-bit word
 #define DC_MAX_WORK 8  // buffers per launch
 #define DC_BLOCK 512  // threads per block of every launch
-#define DC_MAX_LEAVES 256  // hosts whose sums treesum.cu adds (internal/hier)
+#define DC_MAX_LEAVES 256  // hosts whose sums treesum.cu adds (internal/backend/hier)
 
 // Control block of a rank's buffer (bytes, layout.go).
 #define DC_OFF_STAGE 0
@@ -13,7 +13,8 @@
 #define DC_OFF_REDUCED 256
 #define DC_OFF_STATUS 384
 #define DC_OFF_SIG 512
-#define DC_SIG_WORDS 8  // a signature slot: proto's 7 words and a spare
+#define DC_SIG_WORDS 8  // a signature slot: proto's 7 words, then the rank's premulsum scalar
+#define DC_SIG_CMP 7  // the words of a slot that ranks compare
 #define DC_OFF_CLAIM 640
 #define DC_OFF_COUNT_STAGE 768
 #define DC_OFF_COUNT_REDUCED 832
@@ -66,6 +67,23 @@
 #define DC_MODE_GPUSHED 9
 #define DC_MODE_PUSH_RS 10
 #define DC_MODE_RPUSH_RS 11
+
+// What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).
+#define DC_CALC_NODE 3  // the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN
+#define DC_CALC_MAX 1
+#define DC_CALC_MIN 2
+#define DC_CALC_PRE 4  // premulsum: each leaf times its rank's scalar
+#define DC_CALC_POST 8  // avg: the root divided by W
+#define DC_CALC_SIGNED 16  // integers: max, min and avg are signed
+#define DC_CALC_TYPE_SHIFT 8  // the element type, in 4 bits from here: a DC_TYPE_*
+#define DC_TYPE_BF16 1
+#define DC_TYPE_F16 2
+#define DC_TYPE_F32 3
+#define DC_TYPE_F64 4
+#define DC_TYPE_I8 5  // integers by width: int8 and uint8
+#define DC_TYPE_I16 6
+#define DC_TYPE_I32 7
+#define DC_TYPE_I64 8
 
 // Error record codes.
 #define DC_CODE_TIMEOUT 1

@@ -80,16 +80,16 @@ __device__ void push_compute(const Args& a, State& s, const Work& w) {
       break;
     default:
       if constexpr (E::reduces) {
-        constexpr u64 S = sizeof(typename E::T);
+        const Red r = red_of(a, s);
         part(a, w, a.rank, &lo, &hi);
         if (a.mode == DC_MODE_RPUSH_RS) {
           // All scalar where the output is not 16-byte aligned.
-          reduce_range<E>(s.pay, s.mirror, w.out, 0, (hi - lo) / S, g, st);
+          reduce_range(r, s.pay, s.mirror, false, w.out, 0, hi - lo, g, st);
         } else {
           // Sums go straight to an output aligned for 16-byte stores,
           // else in place, for GPUSHED to copy: vectors either way.
           const u64 dst = (w.out & 15) == 0 ? w.out + lo : own;
-          reduce_range<E, true>(s.pay, s.mirror, dst, 0, (hi - lo) / S, g, st);
+          reduce_range(r, s.pay, s.mirror, true, dst, 0, hi - lo, g, st);
         }
       }
   }

@@ -34,16 +34,16 @@ __device__ void staged_compute(const Args& a, State& s, const Work& w) {
       break;
     default:
       if constexpr (E::reduces) {
-        constexpr u64 S = sizeof(typename E::T);
+        const Red r = red_of(a, s);
         if (a.mode == DC_MODE_REDUCE) {
-          reduce_range<E>(leaf, s.mirror, w.out, off, w.bytes / S, g, st);
+          reduce_range(r, leaf, s.mirror, false, w.out, off, w.bytes, g, st);
         } else if (a.mode == DC_MODE_RSHARD) {
           const u64 n = w.bytes / kWorld;
-          reduce_range<E>(leaf, s.mirror, w.out, off + a.rank * n, n / S, g, st);
+          reduce_range(r, leaf, s.mirror, false, w.out, off + a.rank * n, n, g, st);
         } else if (a.mode == DC_MODE_RINPLACE) {
           u64 lo, hi;
           shard(a.rank, w.bytes, &lo, &hi);
-          reduce_range<E>(leaf, s.mirror, own + off + lo, off + lo, (hi - lo) / S, g, st);
+          reduce_range(r, leaf, s.mirror, false, own + off + lo, off + lo, hi - lo, g, st);
         }
       }
   }
@@ -51,9 +51,9 @@ __device__ void staged_compute(const Args& a, State& s, const Work& w) {
 
 // publish_stage writes this call's signature, then stage = seq: the
 // release orders the signature before it for a peer that acquires stage.
-__device__ void publish_stage(const Args& a, u64 seq) {
+__device__ void publish_stage(const Args& a, const State& s, u64 seq) {
   u64 mine[DC_SIG_WORDS];
-  own_signature(a, seq, mine);
+  own_signature(a, s, seq, mine);
   for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
   st_release(a.self + DC_OFF_STAGE, seq);
 }

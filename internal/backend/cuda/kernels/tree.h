@@ -1,60 +1,88 @@
 // tree.h: the tree T over the ranks (contract section 2), unrolled at
-// compile time for the world size.
+// compile time for the world size; its operator is reduce.h's.
 
-// Tree<E, LO, N> evaluates T over ranks [LO, LO+N) at byte offset off of
+// Tree<E, C, LO, N> evaluates T over ranks [LO, LO+N), with the node
+// operator C (reduce.h), at byte offset off of
 // every leaf (leaf[p]: rank p's staging or scratch image, State::pay):
 // the left operand is always the lower ranks, split at the largest power
 // of two below N.
-template <class E, int LO, int N>
+template <class E, u32 C, int LO, int N>
 struct Tree {
   static constexpr int P = pow2below(N);
-  __device__ static __forceinline__ auto one(const u64* leaf, u64 off) {
-    return E::add(Tree<E, LO, P>::one(leaf, off), Tree<E, LO + P, N - P>::one(leaf, off));
+  __device__ static __forceinline__ u64 one(const Red& r, const u64* leaf, u64 off) {
+    return node<E, C>(r, Tree<E, C, LO, P>::one(r, leaf, off), Tree<E, C, LO + P, N - P>::one(r, leaf, off));
   }
-  __device__ static __forceinline__ V4 vec(const u64* leaf, u64 off) {
-    return Elem<E>::add4(Tree<E, LO, P>::vec(leaf, off), Tree<E, LO + P, N - P>::vec(leaf, off));
+  __device__ static __forceinline__ V4 vec(const Red& r, const u64* leaf, u64 off) {
+    return node16<E, C>(r, Tree<E, C, LO, P>::vec(r, leaf, off), Tree<E, C, LO + P, N - P>::vec(r, leaf, off));
   }
 };
-template <class E, int LO>
-struct Tree<E, LO, 1> {
-  __device__ static __forceinline__ auto one(const u64* leaf, u64 off) { return Elem<E>::load(leaf[LO] + off); }
-  __device__ static __forceinline__ V4 vec(const u64* leaf, u64 off) { return ld_v4(leaf[LO] + off); }
+template <class E, u32 C, int LO>
+struct Tree<E, C, LO, 1> {
+  __device__ static __forceinline__ u64 one(const Red& r, const u64* leaf, u64 off) {
+    return ::leaf<E, C>(r, LO, load_elem<E::size>(leaf[LO] + off));
+  }
+  __device__ static __forceinline__ V4 vec(const Red& r, const u64* leaf, u64 off) {
+    return leaf16<E, C>(r, LO, ld_v4(leaf[LO] + off));
+  }
 };
 
 // TreeR is T over values in registers: v[p] holds 8 bytes of rank p's
-// input, and the result is the 8 bytes of sums, lane by lane, each the
+// input, and the result is the 8 bytes of results, lane by lane, each the
 // same expression as Tree's.
-template <class E, int LO, int N>
+template <class E, u32 C, int LO, int N>
 struct TreeR {
   static constexpr int P = pow2below(N);
-  __device__ static __forceinline__ u64 eval(const u64* v) {
-    return Elem<E>::add8(TreeR<E, LO, P>::eval(v), TreeR<E, LO + P, N - P>::eval(v));
+  __device__ static __forceinline__ u64 eval(const Red& r, const u64* v) {
+    return node8<E, C>(r, TreeR<E, C, LO, P>::eval(r, v), TreeR<E, C, LO + P, N - P>::eval(r, v));
   }
 };
-template <class E, int LO>
-struct TreeR<E, LO, 1> {
-  __device__ static __forceinline__ u64 eval(const u64* v) { return v[LO]; }
+template <class E, u32 C, int LO>
+struct TreeR<E, C, LO, 1> {
+  __device__ static __forceinline__ u64 eval(const Red& r, const u64* v) { return leaf8<E, C>(r, LO, v[LO]); }
 };
 
-// T over every rank, as Tree::one, Tree::vec and TreeR::eval. At W=1 the
-// tree is a single leaf and adds nothing, so a NaN input would come out
-// with its payload: every NaN result must be the canonical one (contract
-// section 3), as an add makes it at W > 1.
-template <class E>
-__device__ __forceinline__ auto tree_one(const u64* leaf, u64 off) {
-  auto v = Tree<E, 0, kWorld>::one(leaf, off);
+// T over every rank, then the root's step, as Tree::one, Tree::vec and
+// TreeR::eval. At W=1 the tree is a single leaf and no node rounds, so a
+// NaN input would come out with its payload: every NaN result must be the
+// canonical one (contract section 3), as a node makes it at W > 1.
+template <class E, u32 C>
+__device__ __forceinline__ u64 tree_one(const Red& r, const u64* leaf, u64 off) {
+  u64 v = root<E, C>(r, Tree<E, C, 0, kWorld>::one(r, leaf, off));
   if constexpr (kWorld == 1) v = E::canon(v);
   return v;
 }
-template <class E>
-__device__ __forceinline__ V4 tree_vec(const u64* leaf, u64 off) {
-  V4 v = Tree<E, 0, kWorld>::vec(leaf, off);
-  if constexpr (kWorld == 1) v = Elem<E>::canon4(v);
+template <class E, u32 C>
+__device__ __forceinline__ V4 tree_vec(const Red& r, const u64* leaf, u64 off) {
+  V4 v = root16<E, C>(r, Tree<E, C, 0, kWorld>::vec(r, leaf, off));
+  if constexpr (kWorld == 1) v = canon16<E>(v);
   return v;
 }
-template <class E>
-__device__ __forceinline__ u64 tree_regs(const u64* v) {
-  u64 r = TreeR<E, 0, kWorld>::eval(v);
-  if constexpr (kWorld == 1) r = Elem<E>::canon8(r);
-  return r;
+template <class E, u32 C>
+__device__ __forceinline__ u64 tree_regs(const Red& r, const u64* v) {
+  u64 x = root8<E, C>(r, TreeR<E, C, 0, kWorld>::eval(r, v));
+  if constexpr (kWorld == 1) x = canon8<E>(x);
+  return x;
+}
+
+// tree_regs_of is tree_regs with the launch's type and operator: a sum inline,
+// in the LL launch's registers; another operator through a call (its
+// values through memory), so that the LL launch's code holds one
+// unrolled tree, not five.
+template <class E, u32 C>
+__device__ __noinline__ u64 tree_regs_call(const Red r, const u64* v) {
+  return tree_regs<E, C>(r, v);
+}
+__device__ __forceinline__ u64 tree_regs_of(const Red& r, const u64* v) {
+  u64 x = 0;
+  with_type(r.calc, [&](auto e) {
+    using E = decltype(e);
+    if ((r.calc & kCalcOps) == 0) {
+      x = tree_regs<E, 0>(r, v);
+      return;
+    }
+    with_calc<E>(r.calc, [&](auto c) {
+      if constexpr (decltype(c)::value != 0) x = tree_regs_call<E, decltype(c)::value>(r, v);
+    });
+  });
+  return x;
 }

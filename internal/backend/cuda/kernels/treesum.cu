@@ -1,10 +1,10 @@
-// treesum.cu: T over the hosts' sums, for a call across hosts (internal/hier).
+// treesum.cu: T over the hosts' sums, for a call across hosts (internal/backend/hier).
 //
 // After the rail's all-gather a rank holds, for its shard, one array per
 // host: that host's sum, T over its ranks. The flat tree over all ranks is
-// T over those H arrays, element by element (internal/hier's doc says why):
+// T over those H arrays, element by element (internal/backend/hier's doc says why):
 // split at the largest power of two below H, the lower hosts on the left,
-// each node one add of ops.h, rounded once, NaN canonical. H is fixed for
+// each node one add of reduce.h, rounded once, NaN canonical. H is fixed for
 // a communicator, so, as collective.cu's tree over the ranks of a host, the
 // tree unrolls at compile time (-DDC_LEAVES=H).
 
@@ -22,23 +22,26 @@ struct SumArgs {
 template <class E, int LO, int N>
 struct Leaves {
   static constexpr int P = pow2below(N);
-  __device__ static __forceinline__ auto one(const SumArgs& a, u64 off) {
-    return E::add(Leaves<E, LO, P>::one(a, off), Leaves<E, LO + P, N - P>::one(a, off));
+  __device__ static __forceinline__ u64 one(const Red& r, const SumArgs& a, u64 off) {
+    return E::add(r, Leaves<E, LO, P>::one(r, a, off), Leaves<E, LO + P, N - P>::one(r, a, off));
   }
 };
 template <class E, int LO>
 struct Leaves<E, LO, 1> {
-  __device__ static __forceinline__ auto one(const SumArgs& a, u64 off) { return Elem<E>::load(a.src[LO] + off); }
+  __device__ static __forceinline__ u64 one(const Red&, const SumArgs& a, u64 off) {
+    return load_elem<E::size>(a.src[LO] + off);
+  }
 };
 
 // One element per thread and step: the rail between hosts, not this
 // kernel, bounds a call across hosts.
 template <class E>
 __device__ __forceinline__ void treesum(const SumArgs& a) {
-  constexpr u64 size = sizeof(typename E::T);
+  constexpr u64 size = E::size;
+  const Red r{0, DC_LEAVES, nullptr};
   const u64 step = (u64)gridDim.x * blockDim.x;
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < a.count; i += step) {
-    Elem<E>::store(a.dst + i * size, Leaves<E, 0, DC_LEAVES>::one(a, i * size));
+    store_elem<size>(a.dst + i * size, Leaves<E, 0, DC_LEAVES>::one(r, a, i * size));
   }
 }
 

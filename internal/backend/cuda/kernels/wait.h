@@ -54,7 +54,7 @@ __device__ void record(const Args& a, State& s, u32 code, u32 phase, u64 aux, u6
   st_vol(a.host + DC_REC_MISSING, missing);
   st_vol(a.host + DC_REC_AUX, aux);
   u64 mine[DC_SIG_WORDS];
-  own_signature(a, seq, mine);
+  own_signature(a, s, seq, mine);
   for (int p = 0; p < kWorld; p++) {
     bool header = true;
     for (int k = 0; k < DC_SIG_WORDS; k++) header = header && s.sig_ok[p * DC_SIG_WORDS + k];
@@ -92,10 +92,10 @@ __device__ bool other_call(const Args& a, State& s, int p, u64 seq) {
   if (ll_header_seen(a, s, p, seq)) return true;
   if (ld_acquire(s.ctrl[p] + DC_OFF_STAGE) < seq) return false;
   u64 mine[DC_SIG_WORDS], theirs[DC_SIG_WORDS];
-  own_signature(a, seq, mine);
+  own_signature(a, s, seq, mine);
   for (int k = 0; k < DC_SIG_WORDS; k += 2) ld_vol2(s.ctrl[p] + DC_OFF_SIG + 8 * k, &theirs[k], &theirs[k + 1]);
   bool same = true;
-  for (int k = 0; k < DC_SIG_WORDS; k++) same = same && theirs[k] == mine[k];
+  for (int k = 0; k < DC_SIG_CMP; k++) same = same && theirs[k] == mine[k];
   return !same;
 }
 
@@ -255,12 +255,13 @@ __device__ bool check_signatures(const Args& a, State& s) {
   const u32 t = threadIdx.x;
   if (t < kWorld && t != a.rank) {
     u64 mine[DC_SIG_WORDS], theirs[DC_SIG_WORDS];
-    own_signature(a, s.seq, mine);
+    own_signature(a, s, s.seq, mine);
 #pragma unroll
     for (int k = 0; k < DC_SIG_WORDS; k += 2) ld_vol2(s.ctrl[t] + DC_OFF_SIG + 8 * k, &theirs[k], &theirs[k + 1]);
     bool same = true;
 #pragma unroll
-    for (int k = 0; k < DC_SIG_WORDS; k++) same = same && theirs[k] == mine[k];
+    for (int k = 0; k < DC_SIG_CMP; k++) same = same && theirs[k] == mine[k];
+    s.scale[t] = theirs[DC_SIG_CMP];
     if (!same) {
       s.code[t] = DC_CODE_MISMATCH;
       s.fail = 1;
