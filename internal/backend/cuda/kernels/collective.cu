@@ -83,17 +83,6 @@
 // communicators fit on one GPU at once (cuda/share.go).
 #define DC_MIN_BLOCKS 2
 
-// own_scalar is this rank's premulsum scalar, as its element's bits: from
-// the arguments, or read from device memory as the launch runs (NCCL's
-// ncclScalarDevice), so that a replayed graph reads it anew.
-__device__ u64 own_scalar(const Args& a) {
-  if (!(a.calc & DC_CALC_PRE)) return 0;
-  if (a.scalar_at == 0) return a.scalar;
-  u64 v = 0;
-  with_type(a.calc, [&](auto e) { v = load_elem<decltype(e)::size>(a.scalar_at); });
-  return v;
-}
-
 // run takes the steps of a launch that its flags name, in the order of
 // proto's schedule, or the whole call by LL.
 template <class E>

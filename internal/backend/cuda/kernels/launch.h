@@ -94,3 +94,14 @@ static_assert(DC_SIG_CMP == 7 && DC_SIG_WORDS == 8, "own_signature: 7 words comp
 
 // red_of is the launch's operator (reduce.h) over its world.
 __device__ __forceinline__ Red red_of(const Args& a, const State& s) { return Red{a.calc, (u32)kWorld, s.scale}; }
+
+// own_scalar is this rank's premulsum scalar, as its element's bits: from
+// the arguments, or read from device memory as the launch runs (NCCL's
+// ncclScalarDevice), so that a replayed graph reads it anew.
+__device__ u64 own_scalar(const Args& a) {
+  if (!(a.calc & DC_CALC_PRE)) return 0;
+  if (a.scalar_at == 0) return a.scalar;
+  u64 v = 0;
+  with_type(a.calc, [&](auto e) { v = load_elem<decltype(e)::size>(a.scalar_at); });
+  return v;
+}
