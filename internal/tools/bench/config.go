@@ -95,8 +95,6 @@ func (c Config) Validate(world int) error {
 		return fmt.Errorf("dtype %v: want bfloat16, float16, float32 or float64", c.DType)
 	case !c.Red.Valid():
 		return fmt.Errorf("reduction %v: want sum, avg, premulsum, max or min", c.Red)
-	case c.Red != num.Sum && c.Backend == "cuda":
-		return fmt.Errorf("reduction %v: the cuda backend sums only, so far", c.Red)
 	case c.Warmup < 0:
 		return fmt.Errorf("warmup %d: want >= 0", c.Warmup)
 	case c.Iterations <= 0:

@@ -31,9 +31,6 @@ func TestValidate(t *testing.T) {
 		{"dtype not reducible", 2, func(c *Config) { c.DType = num.Int32Type }, "dtype int32"},
 		{"dtype invalid", 2, func(c *Config) { c.DType = num.Invalid }, "dtype dtype(0)"},
 		{"unknown reduction", 2, func(c *Config) { c.Red = 9 }, "reduction redop(9)"},
-		{"a reduction cuda lacks", 2, func(c *Config) {
-			c.Backend, c.Reference, c.Modes, c.Red = "cuda", report.ReferenceNone, []string{report.ModeGraph}, num.Max
-		}, "reduction max: the cuda backend sums only"},
 		{"negative warmup", 2, func(c *Config) { c.Warmup = -1 }, "warmup -1: want >= 0"},
 		{"zero iterations", 2, func(c *Config) { c.Iterations = 0 }, "iterations 0: want > 0"},
 		{"negative iterations", 2, func(c *Config) { c.Iterations = -5 }, "iterations -5"},

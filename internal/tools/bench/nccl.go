@@ -251,9 +251,8 @@ func (n *NCCL) Close() error {
 }
 
 // ncclOp is NCCL's operator timed against red: its own for Avg, Max and
-// Min. (Config refuses any but Sum on the cuda backend while its kernels
-// sum only; a pre-multiplied sum will need NCCL's operator created per
-// communicator and scalar.)
+// Min, and its sum for PreMulSum (whose operator NCCL makes per
+// communicator and scalar: the report says the reference sums).
 func ncclOp(red num.RedOp) nccl.RedOp {
 	switch red {
 	case num.Avg:

@@ -7,6 +7,7 @@ import (
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
 	"github.com/detcoll/detcoll/internal/job/jobenv"
+	"github.com/detcoll/detcoll/internal/testkit/check"
 	"github.com/detcoll/detcoll/internal/tools/devmem"
 )
 
@@ -111,12 +112,12 @@ func (d *deviceExec) issue(b *batch, p *placed) error {
 		}
 		return s
 	}
-	n := p.Counts[0]
+	n, op := p.Counts[0], check.RedOpOf(p.Red, b.rank)
 	switch p.Op {
 	case OpAllReduce:
-		return c.AllReduceDevice(in(0), out(0), n, dt, s)
+		return c.AllReduceDevice(in(0), out(0), n, dt, s, op)
 	case OpAllReduceInPlace:
-		return c.AllReduceDevice(out(0), out(0), n, dt, s)
+		return c.AllReduceDevice(out(0), out(0), n, dt, s, op)
 	case OpAllReduceStaged:
 		st, err := c.StageDevice(n, dt, s)
 		if err != nil {
@@ -126,11 +127,11 @@ func (d *deviceExec) issue(b *batch, p *placed) error {
 		if err != nil {
 			return err
 		}
-		return c.AllReduceStagedDevice(out(0), n, dt, s)
+		return c.AllReduceStagedDevice(out(0), n, dt, s, op)
 	case OpReduceScatter:
-		return c.ReduceScatterDevice(in(0), out(0), n, dt, s)
+		return c.ReduceScatterDevice(in(0), out(0), n, dt, s, op)
 	case OpReduceScatterMany:
-		return c.ReduceScatterManyDevice(ptrs(in), ptrs(out), p.Counts, dt, s)
+		return c.ReduceScatterManyDevice(ptrs(in), ptrs(out), p.Counts, dt, s, op)
 	case OpAllGather:
 		return c.AllGatherDevice(in(0), out(0), n, dt, s)
 	case OpAllGatherInPlace:

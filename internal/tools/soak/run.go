@@ -101,10 +101,7 @@ func runOn(ctx context.Context, c *detcoll.Comm, cfg Config, pl *pools, progress
 func run(ctx context.Context, w, rank int, ex executor, cfg Config, pl *pools, progress io.Writer, res *RankResult) error {
 	_, device := ex.(*deviceExec)
 	p := &planner{seed: cfg.Seed, world: w, rank: rank, maxBytes: cfg.MaxBytes,
-		maxDelay: cfg.MaxDelay, delayProb: cfg.DelayProb, ops: allOps()}
-	if !device {
-		p.reds = num.RedOps() // the cuda backend sums only, so far
-	}
+		maxDelay: cfg.MaxDelay, delayProb: cfg.DelayProb, ops: allOps(), reds: num.RedOps()}
 	b := &batch{world: w, rank: rank}
 	perBatch := cfg.batch(device)
 	res.CallsByOp = map[string]int64{}
