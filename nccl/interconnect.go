@@ -12,6 +12,7 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
+	"github.com/detcoll/detcoll/internal/core/settings"
 	ncclapi "github.com/detcoll/detcoll/internal/binding/nccl"
 )
 
@@ -66,10 +67,14 @@ func openRails(ctx context.Context, m Setup, o detcoll.Options, hosts, host, per
 	if err := driver.Load(); err != nil {
 		return nil, err
 	}
-	dev, err := driver.DeviceGet(o.Device)
+	ordinal := o.Device
+	if n, err := driver.DeviceCount(); err == nil && ordinal >= n && n > 0 && settings.Get(settings.ShareDevices) == "1" {
+		ordinal %= n // the GPU the cuda backend's Open takes for this rank
+	}
+	dev, err := driver.DeviceGet(ordinal)
 	if err != nil {
 		driver.Unload()
-		return nil, fmt.Errorf("%w: nccl: device %d: %w", detcoll.ErrUnavailable, o.Device, err)
+		return nil, fmt.Errorf("%w: nccl: device %d: %w", detcoll.ErrUnavailable, ordinal, err)
 	}
 	cuctx, err := dev.PrimaryCtxRetain()
 	if err != nil {

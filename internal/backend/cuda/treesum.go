@@ -32,17 +32,18 @@ const maxLeaves = 256
 
 // treeSumArgs is treesum.cu's SumArgs.
 type treeSumArgs struct {
-	Dst, Count uint64
-	Src        [maxLeaves]uint64
+	Dst, Count  uint64
+	Calc, World uint32
+	Src         [maxLeaves]uint64
 }
 
 // treeSums is the treesum.cu module of one number of hosts, built at the
 // first call that needs it.
 type treeSums struct {
-	leaves int
-	mod    driver.Module
-	fns    map[num.DType]driver.Function
-	args   *treeSumArgs // reused: see Comm.args
+	leaves       int
+	mod          driver.Module
+	sum, average driver.Function
+	args         *treeSumArgs // reused: see Comm.args
 }
 
 // Alloc returns n bytes of device memory on this rank's GPU.
@@ -133,36 +134,52 @@ func (c *Comm) Capturing(s uintptr) (capturing bool, err error) {
 	return capturing, err
 }
 
-// TreeSum queues on stream s the sum of len(srcs) arrays of n elements of
-// dt into dst, element by element, by T over the arrays in order (the
-// hosts' sums; treesum.cu), of 2 to maxLeaves arrays. dst may be one of
-// srcs (the same memory): each element is read before it is written.
-func (c *Comm) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
+// TreeReduce queues on stream s T over len(srcs) arrays of n elements of
+// dt into dst, element by element, in order (the hosts' results;
+// treesum.cu), node (Sum, Max or Min) at every node, of 2 to maxLeaves
+// arrays. dst may be one of srcs (the same memory): each element is read
+// before it is written.
+func (c *Comm) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint64, n int, s uintptr) error {
 	if len(srcs) < 2 || len(srcs) > maxLeaves {
-		return base.Invalidf("cuda: T over %d hosts' sums: want 2 to %d", len(srcs), maxLeaves)
+		return base.Invalidf("cuda: T over %d hosts' results: want 2 to %d", len(srcs), maxLeaves)
+	}
+	if node != num.Sum && node != num.Max && node != num.Min {
+		return base.Invalidf("cuda: T over hosts' results with %v: not a node operator", node)
 	}
 	if n == 0 {
 		return nil
 	}
-	return c.onThread(func() error { return c.treeSum(dt, dst, srcs, n, s) })
+	return c.onThread(func() error {
+		return c.treeLaunch(len(srcs), func(t *treeSums) driver.Function { return t.sum },
+			treeSumArgs{Dst: dst, Count: uint64(n), Calc: calcOf(node, dt)}, srcs, n, s)
+	})
 }
 
-// treeSum is TreeSum on the context's thread.
-func (c *Comm) treeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error {
+// Average queues on stream s the division of the n elements of dt at p by
+// w, in place, each rounded once (Avg's last step, as num.Average).
+func (c *Comm) Average(dt num.DType, p uint64, n, w int, s uintptr) error {
+	if n == 0 {
+		return nil
+	}
+	return c.onThread(func() error {
+		return c.treeLaunch(2, func(t *treeSums) driver.Function { return t.average },
+			treeSumArgs{Dst: p, Count: uint64(n), Calc: calcOf(num.Avg, dt), World: uint32(w)}, nil, n, s)
+	})
+}
+
+// treeLaunch launches the kernel fn picks of the module of leaves with
+// args and srcs, on the context's thread.
+func (c *Comm) treeLaunch(leaves int, fn func(*treeSums) driver.Function, args treeSumArgs, srcs []uint64, n int, s uintptr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, err := c.treeSums(len(srcs))
+	t, err := c.treeSums(leaves)
 	if err != nil {
 		return err
 	}
-	f, ok := t.fns[dt]
-	if !ok {
-		return base.Invalidf("cuda: T over hosts' sums of %v: not a floating-point type", dt)
-	}
-	*t.args = treeSumArgs{Dst: dst, Count: uint64(n)}
+	*t.args = args
 	copy(t.args.Src[:], srcs)
 	grid := uint32(min(max(c.plan.maxBlocks, c.plan.resident), (n+block-1)/block)) // it never waits: the whole GPU
-	return driver.LaunchStruct(f, driver.LaunchConfig{Grid: driver.Dim3{X: grid, Y: 1, Z: 1},
+	return driver.LaunchStruct(fn(t), driver.LaunchConfig{Grid: driver.Dim3{X: grid, Y: 1, Z: 1},
 		Block: driver.Dim3{X: block, Y: 1, Z: 1}, Stream: driver.Stream(s)}, t.args)
 }
 
@@ -186,13 +203,13 @@ func (c *Comm) treeSums(leaves int) (*treeSums, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &treeSums{leaves: leaves, mod: mod, fns: map[num.DType]driver.Function{}, args: new(treeSumArgs)}
-	for dt, name := range map[num.DType]string{num.BFloat16Type: "dc_treesum_bf16", num.Float16Type: "dc_treesum_f16",
-		num.Float32Type: "dc_treesum_f32", num.Float64Type: "dc_treesum_f64"} {
-		if t.fns[dt], err = mod.Function(name); err != nil {
-			mod.Unload()
-			return nil, err
-		}
+	t := &treeSums{leaves: leaves, mod: mod, args: new(treeSumArgs)}
+	if t.sum, err = mod.Function("dc_treesum"); err == nil {
+		t.average, err = mod.Function("dc_average")
+	}
+	if err != nil {
+		mod.Unload()
+		return nil, err
 	}
 	if c.sums == nil {
 		c.sums = map[int]*treeSums{}

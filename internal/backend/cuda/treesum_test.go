@@ -14,12 +14,13 @@ import (
 	"github.com/detcoll/detcoll/internal/tools/devmem"
 )
 
-// TestTreeSumGPU: treesum.cu's T over H arrays (a call across hosts'
-// last step) equals the reference tree over H leaves (check.ReferenceSum,
-// exact), bit for bit, for every type, odd sizes and H not a power of
-// two, inputs with NaNs, infinities and subnormals; nothing past the
-// output is written.
-func TestTreeSumGPU(t *testing.T) {
+// TestTreeReduceGPU: treesum.cu's T over H arrays (a call across hosts'
+// last step) equals the reference tree over H leaves
+// (check.ReferenceReduce, exact), bit for bit, with every node operator,
+// for every type, odd sizes and H not a power of two, inputs with NaNs,
+// infinities and subnormals; and its Average equals num.Average. Nothing
+// past the output is written.
+func TestTreeReduceGPU(t *testing.T) {
 	n, err := devmem.Count()
 	gputest.Need(t, 1, n, err)
 	g, err := devmem.Open(0)
@@ -34,23 +35,33 @@ func TestTreeSumGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close(context.Background())
-			for _, dt := range []num.DType{num.BFloat16Type, num.Float16Type, num.Float32Type, num.Float64Type} {
-				for _, n := range []int{1, 7, 1000, 70001} {
-					treeSumCase(t, c, leaves, dt, n)
+			for dt := num.BFloat16Type; dt <= num.Uint64Type; dt++ {
+				for _, node := range []num.RedOp{num.Sum, num.Max, num.Min, num.Avg} {
+					for _, n := range []int{1, 7, 1000, 70001} {
+						treeReduceCase(t, c, leaves, dt, node, n)
+					}
 				}
 			}
 		})
 	}
 }
 
-func treeSumCase(t *testing.T, c *cuda.Comm, leaves int, dt num.DType, n int) {
+// treeReduceCase checks TreeReduce with node, or, for Avg, Average of
+// the first leaf by the number of leaves.
+func treeReduceCase(t *testing.T, c *cuda.Comm, leaves int, dt num.DType, node num.RedOp, n int) {
 	t.Helper()
 	size := dt.Size()
 	ins := make([][]byte, leaves)
 	for h := range ins {
 		ins[h] = check.Input(9, n, h, n, dt)
 	}
-	want := check.ReferenceSum(dt, ins)
+	var want []byte
+	if node == num.Avg {
+		want = append([]byte(nil), ins[0]...)
+		num.Average(dt, want, leaves)
+	} else {
+		want = check.ReferenceReduce(dt, node, ins, nil)
+	}
 	const guard = 64
 	out, err := c.Alloc(n*size + guard)
 	if err != nil {
@@ -72,7 +83,15 @@ func treeSumCase(t *testing.T, c *cuda.Comm, leaves int, dt num.DType, n int) {
 	if err := driver.MemsetD8(driver.DevicePtr(out), 0xa5, n*size+guard); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.TreeSum(dt, out, srcs, n, 0); err != nil {
+	if node == num.Avg {
+		err = driver.MemcpyHtoD(driver.DevicePtr(out), ins[0])
+		if err == nil {
+			err = c.Average(dt, out, n, leaves, 0)
+		}
+	} else {
+		err = c.TreeReduce(dt, node, out, srcs, n, 0)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Synchronize(0); err != nil {
@@ -83,11 +102,11 @@ func treeSumCase(t *testing.T, c *cuda.Comm, leaves int, dt num.DType, n int) {
 		t.Fatal(err)
 	}
 	if err := check.FirstDiff(dt, got[:n*size], want); err != nil {
-		t.Fatalf("%v n=%d: %v", dt, n, err)
+		t.Fatalf("%v %v n=%d: %v", node, dt, n, err)
 	}
 	for i, b := range got[n*size:] {
 		if b != 0xa5 {
-			t.Fatalf("%v n=%d: guard byte %d past the output changed to %#x", dt, n, i, b)
+			t.Fatalf("%v %v n=%d: guard byte %d past the output changed to %#x", node, dt, n, i, b)
 		}
 	}
 }

@@ -29,8 +29,12 @@ type DeviceLocal interface {
 	// timeout.
 	Fence(s uintptr) error
 	WaitFence(timeout time.Duration) error
-	// TreeSum queues dst = T over srcs, element by element (n elements).
-	TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, s uintptr) error
+	// TreeReduce queues dst = T over srcs, element by element (n
+	// elements), node (Sum, Max or Min) at every node.
+	TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint64, n int, s uintptr) error
+	// Average queues the division of the n elements at p by w, in place,
+	// each rounded once (num.Average: Avg's last step).
+	Average(dt num.DType, p uint64, n, w int, s uintptr) error
 }
 
 // DeviceRail is a Rail that also gathers device memory, queued on a
@@ -173,12 +177,6 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	if c.dev == nil {
 		return base.Invalidf("%vDevice on a host communicator", req.Op)
 	}
-	if req.Red != num.Sum {
-		// The host's kernels and T over the hosts sum; the other
-		// operators wait for the cuda backend's (every rank refuses
-		// alike, before the meeting).
-		return base.Invalidf("%vDevice/%v: across hosts on GPUs detcoll sums only, so far", req.Op, req.Red)
-	}
 	out := 0
 	if len(req.Out) > 0 {
 		out = req.Out[0].Len
@@ -213,6 +211,13 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 		}
 		if err = c.runDevice(req, in, req.Out[k]); err != nil {
 			break
+		}
+		if req.Red == num.Avg {
+			// The flat tree's sum, divided once (as Do's).
+			o := req.Out[k]
+			if err = c.dev.Average(req.DType, o.Addr, o.Len/req.DType.Size(), c.hosts*c.G, req.Stream); err != nil {
+				break
+			}
 		}
 	}
 	if err == nil {
@@ -275,7 +280,14 @@ func (c *Comm) runDevice(req *base.DeviceRequest, in, out base.DeviceBuf) error 
 		case proto.HostZero:
 			err = c.dev.Zero(addr(s.Dst), s.Dst.N, st)
 		case proto.LocalReduceScatter:
-			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Stream: st, In: dbuf(s.Src), Out: dbuf(s.Dst)})
+			// The host's tree with the call's operator (PreMulSum scales
+			// every leaf there; Avg sums, and divides at the end).
+			red, scalar, at := req.Red, req.Scalar, req.ScalarAt
+			if red == num.Avg {
+				red = num.Sum
+			}
+			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpReduceScatter, DType: dt, Red: red, Scalar: scalar, ScalarAt: at,
+				Stream: st, In: dbuf(s.Src), Out: dbuf(s.Dst)})
 		case proto.LocalAllGather:
 			err = c.dev.Enqueue(&base.DeviceRequest{Op: base.OpAllGather, DType: dt, Stream: st, In: dbuf(s.Src), Out: dbuf(s.Dst)})
 		case proto.LocalBroadcast:
@@ -289,7 +301,7 @@ func (c *Comm) runDevice(req *base.DeviceRequest, in, out base.DeviceBuf) error 
 			for _, r := range s.Srcs {
 				c.dsrcs = append(c.dsrcs, addr(r))
 			}
-			err = c.dev.TreeSum(dt, addr(s.Dst), c.dsrcs, s.Dst.N/dt.Size(), st)
+			err = c.dev.TreeReduce(dt, req.Red.Node(), addr(s.Dst), c.dsrcs, s.Dst.N/dt.Size(), st)
 		default:
 			panic("hier: unknown step " + s.String())
 		}

@@ -3,7 +3,6 @@ package hier_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -92,7 +91,11 @@ func (d *fakeDevice) bufs(bs []base.DeviceBuf) [][]byte {
 }
 
 func (d *fakeDevice) Enqueue(r *base.DeviceRequest) error {
-	return d.Do(&base.Request{Op: r.Op, DType: r.DType, Root: r.Root, In: d.bufs(r.In), Out: d.bufs(r.Out)})
+	scalar := r.Scalar
+	if r.ScalarAt != 0 { // read as the call runs, as the kernels do
+		scalar = append([]byte(nil), d.a.mem(r.ScalarAt, r.DType.Size())...)
+	}
+	return d.Do(&base.Request{Op: r.Op, DType: r.DType, Red: r.Red, Scalar: scalar, Root: r.Root, In: d.bufs(r.In), Out: d.bufs(r.Out)})
 }
 func (d *fakeDevice) Synchronize(uintptr) error { return d.Err() }
 func (d *fakeDevice) Device() int               { return 0 }
@@ -111,13 +114,17 @@ func (d *fakeDevice) Zero(dst uint64, n int, _ uintptr) error {
 func (d *fakeDevice) Capturing(uintptr) (bool, error) { return false, nil }
 func (d *fakeDevice) Fence(uintptr) error             { return nil }
 func (d *fakeDevice) WaitFence(time.Duration) error   { return nil }
-func (d *fakeDevice) TreeSum(dt num.DType, dst uint64, srcs []uint64, n int, _ uintptr) error {
+func (d *fakeDevice) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint64, n int, _ uintptr) error {
 	size := dt.Size()
 	in := make([][]byte, len(srcs))
 	for i, s := range srcs {
 		in[i] = d.a.mem(s, n*size)
 	}
-	d.reducer.Reduce(dt, num.Sum, d.a.mem(dst, n*size), in)
+	d.reducer.Reduce(dt, node, d.a.mem(dst, n*size), in)
+	return nil
+}
+func (d *fakeDevice) Average(dt num.DType, p uint64, n, w int, _ uintptr) error {
+	num.Average(dt, d.a.mem(p, n*dt.Size()), w)
 	return nil
 }
 
@@ -326,22 +333,71 @@ func TestDeviceNeedsADeviceRail(t *testing.T) {
 	}
 }
 
-// TestDeviceRefusesOtherOperators: across hosts on GPUs only sums are
-// served so far; any other operator is refused on every rank, with
-// ErrInvalid, rather than summed.
-func TestDeviceRefusesOtherOperators(t *testing.T) {
-	comms, a := deviceJob(t, 2, 2, 1<<16)
-	for _, red := range []num.RedOp{num.Avg, num.Max, num.Min, num.PreMulSum} {
-		errs := each(comms, func(r int, c *hier.Comm) error {
-			in, _ := guarded(a, make([]byte, 64), 1)
-			out, _ := guarded(a, make([]byte, 64), 1)
-			return c.Enqueue(&base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float32Type, Red: red,
-				In: []base.DeviceBuf{{Addr: in, Len: 64}}, Out: []base.DeviceBuf{{Addr: out, Len: 64}}})
-		})
-		for r, err := range errs {
-			if !errors.Is(err, base.ErrInvalid) {
-				t.Errorf("%v: rank %d: %v; want ErrInvalid", red, r, err)
+// TestDeviceOperatorsAreTheFlatTree: every operator on every element type
+// it takes, across hosts on device memory, gives the flat tree's bits
+// (check.ReferenceReduce over all ranks), for all-reduce and
+// reduce-scatter; PreMulSum's factor in the call on even ranks, in device
+// memory on odd ones.
+func TestDeviceOperatorsAreTheFlatTree(t *testing.T) {
+	for _, l := range []struct{ hosts, perHost int }{{2, 1}, {2, 2}, {3, 2}, {4, 1}} {
+		t.Run(fmt.Sprintf("%dx%d", l.hosts, l.perHost), func(t *testing.T) {
+			w := l.hosts * l.perHost
+			comms, a := deviceJobWith(t, l.hosts, l.perHost, 1000*8*int64(w), true)
+			call := 0
+			outs := make([]uint64, w)
+			guards := make([]func() error, w)
+			for _, red := range num.RedOps() {
+				for dt := num.BFloat16Type; dt <= num.Uint64Type; dt++ {
+					if !red.Supports(dt) {
+						continue
+					}
+					size, scalars := dt.Size(), check.PremulFactors(dt, w)
+					opOf := func(r int) (num.RedOp, []byte, uint64) {
+						if red != num.PreMulSum {
+							return red, nil, 0
+						}
+						b := check.ScalarBytes(dt, check.PremulFactor(r))
+						if r%2 == 1 {
+							at, _ := guarded(a, b, size)
+							return red, nil, at
+						}
+						return red, b, 0
+					}
+					for _, n := range []int{1, 7, 999} {
+						call++
+						ins := make([][]byte, w)
+						for r := range ins {
+							ins[r] = check.Input(6, call, r, n*w, dt)
+						}
+						want := check.ReferenceReduce(dt, red, ins, scalars)
+						for _, op := range []base.Op{base.OpAllReduce, base.OpReduceScatter} {
+							m := len(want)
+							if op == base.OpReduceScatter {
+								m /= w
+							}
+							noErrors(t, fmt.Sprintf("%v %v %v", op, red, dt), each(comms, func(r int, c *hier.Comm) error {
+								in, _ := guarded(a, ins[r], size)
+								outs[r], guards[r] = guarded(a, make([]byte, m), size)
+								rr, scalar, at := opOf(r)
+								return c.Enqueue(&base.DeviceRequest{Op: op, DType: dt, Red: rr, Scalar: scalar, ScalarAt: at,
+									In: []base.DeviceBuf{{Addr: in, Len: len(ins[r])}}, Out: []base.DeviceBuf{{Addr: outs[r], Len: m}}})
+							}))
+							for r := range outs {
+								wantR := want
+								if op == base.OpReduceScatter {
+									wantR = want[r*m : (r+1)*m]
+								}
+								if err := check.FirstDiff(dt, a.mem(outs[r], m), wantR); err != nil {
+									t.Fatalf("%v %v %v n=%d rank %d: %v", op, red, dt, n, r, err)
+								}
+								if err := guards[r](); err != nil {
+									t.Fatalf("%v %v %v n=%d rank %d: %v", op, red, dt, n, r, err)
+								}
+							}
+						}
+					}
+				}
 			}
-		}
+		})
 	}
 }

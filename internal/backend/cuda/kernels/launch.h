@@ -102,6 +102,6 @@ __device__ u64 own_scalar(const Args& a) {
   if (!(a.calc & DC_CALC_PRE)) return 0;
   if (a.scalar_at == 0) return a.scalar;
   u64 v = 0;
-  with_type(a.calc, [&](auto e) { v = load_elem<decltype(e)::size>(a.scalar_at); });
+  DC_WITH_TYPE(a.calc, v = load_elem<E::size>(a.scalar_at));
   return v;
 }

@@ -13,7 +13,7 @@
 // sums on as it makes them); the mirrors are aligned like off.
 //
 // reduce_loop is its body for one type and operator C (reduce.h's
-// with_type, with_calc), not inlined: one copy of each, whatever the
+// DC_WITH_TYPE, DC_WITH_CALC), not inlined: one copy of each, whatever the
 // number of callers. (The mirror is a uniform branch, not a template
 // parameter: that would double the kernel's code.)
 template <class E, u32 C>
@@ -63,11 +63,7 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
 
 __device__ __forceinline__ void reduce_range(const Red& r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
                                              u64 off, u64 nb, u64 g, u64 st) {
-  with_type(r.calc, [&](auto e) {
-    using E = decltype(e);
-    with_calc<E>(r.calc,
-                 [&](auto c) { reduce_loop<E, decltype(c)::value>(r, leaf, mirror, mirrored, dst, off, nb, g, st); });
-  });
+  DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, reduce_loop<E, C>(r, leaf, mirror, mirrored, dst, off, nb, g, st)));
 }
 
 // copy_bytes copies n bytes: 16-byte stores to dst wherever dst is aligned,

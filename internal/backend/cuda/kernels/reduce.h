@@ -9,9 +9,9 @@
 // The kernels are instantiated per element type (collective.cu, plan.go's
 // kernel list); the operator is the launch's Args.calc, a few flags (Red),
 // so that a type's one kernel serves every operator: its loops over the
-// elements are instantiated per operator (with_calc). Adding an operator:
-// num, a function per type here, its case in with_calc and node, leaf or
-// root below, and a flag (plan.go's calcOf, header.go).
+// elements are instantiated per operator (DC_WITH_CALC). Adding an
+// operator: num, a function per type here, its case in DC_WITH_CALC and
+// node, leaf or root below, and a flag (plan.go's calcOf, header.go).
 
 // Red is the operator as the threads of a launch hold it.
 struct Red {
@@ -240,7 +240,7 @@ typedef Int<8> I64;
 
 // The two kernels (collective.cu): Bytes, of the operations that only
 // copy, and Any, of every reduction, whose element type is the launch's
-// (with_type): the protocol's code, which does not depend on the type,
+// (DC_WITH_TYPE): the protocol's code, which does not depend on the type,
 // once, and the loops over the elements per type and operator.
 struct Bytes {
   static constexpr bool reduces = false;
@@ -249,28 +249,25 @@ struct Any {
   static constexpr bool reduces = true;
 };
 
-// with_type calls f(E{}) for the element type of calc (DC_CALC_TYPE_*).
-template <class F>
-__device__ __forceinline__ void with_type(u32 calc, F f) {
-  switch ((calc >> DC_CALC_TYPE_SHIFT) & 15) {
-    case DC_TYPE_BF16:
-      return f(BF16{});
-    case DC_TYPE_F16:
-      return f(F16{});
-    case DC_TYPE_F32:
-      return f(F32{});
-    case DC_TYPE_F64:
-      return f(F64{});
-    case DC_TYPE_I8:
-      return f(I8{});
-    case DC_TYPE_I16:
-      return f(I16{});
-    case DC_TYPE_I32:
-      return f(I32{});
-    case DC_TYPE_I64:
-      return f(I64{});
+// DC_WITH_TYPE(calc, ...) runs the statements ... with the type E the
+// element type of calc (DC_CALC_TYPE_*). A macro, not a function taking a
+// generic lambda: NVRTC takes a generic lambda for a host function.
+#define DC_TYPE_CASE(T, K, ...) \
+  case K: {                     \
+    using E = T;                \
+    __VA_ARGS__;                \
+  } break;
+#define DC_WITH_TYPE(calc, ...)                           \
+  switch (((calc) >> DC_CALC_TYPE_SHIFT) & 15) {          \
+    DC_TYPE_CASE(BF16, DC_TYPE_BF16, __VA_ARGS__)         \
+    DC_TYPE_CASE(F16, DC_TYPE_F16, __VA_ARGS__)           \
+    DC_TYPE_CASE(F32, DC_TYPE_F32, __VA_ARGS__)           \
+    DC_TYPE_CASE(F64, DC_TYPE_F64, __VA_ARGS__)           \
+    DC_TYPE_CASE(I8, DC_TYPE_I8, __VA_ARGS__)             \
+    DC_TYPE_CASE(I16, DC_TYPE_I16, __VA_ARGS__)           \
+    DC_TYPE_CASE(I32, DC_TYPE_I32, __VA_ARGS__)           \
+    DC_TYPE_CASE(I64, DC_TYPE_I64, __VA_ARGS__)           \
   }
-}
 
 // ---- the operator over the lanes of 8 and 16 bytes ------------------------
 
@@ -293,37 +290,30 @@ __device__ __forceinline__ u64 lanes(u64 a, u64 b, F f) {
 // A launch's operator as a compile-time constant C: its node bits, and
 // DC_CALC_PRE or DC_CALC_POST (the signedness stays a runtime flag). The
 // loops over the elements (prims.h, the LL tree) are instantiated per C,
-// each without a branch on the operator, and with_calc picks one per
+// each without a branch on the operator, and DC_WITH_CALC picks one per
 // launch.
 constexpr u32 kCalcOps = DC_CALC_NODE | DC_CALC_PRE | DC_CALC_POST;
 
-template <u32 V>
-struct CalcK {
-  static constexpr u32 value = V;
-};
-
-// with_calc calls f(CalcK<C>{}) for the operator of calc: sum, max, min,
-// premulsum (floating types) or avg.
-template <class E, class F>
-__device__ __forceinline__ void with_calc(u32 calc, F f) {
-  switch (calc & kCalcOps) {
-    case DC_CALC_MAX:
-      f(CalcK<DC_CALC_MAX>{});
-      return;
-    case DC_CALC_MIN:
-      f(CalcK<DC_CALC_MIN>{});
-      return;
-    case DC_CALC_POST:
-      f(CalcK<DC_CALC_POST>{});
-      return;
-    case DC_CALC_PRE:
-      if constexpr (E::floating) {
-        f(CalcK<DC_CALC_PRE>{});
-        return;
-      }
+// DC_WITH_CALC(E, calc, ...) runs the statements ... with the constant C
+// the operator of calc: sum (0), max, min, avg (DC_CALC_POST) or, for
+// floating types, premulsum (DC_CALC_PRE; integers take no scalar, and
+// the host refuses it).
+#define DC_CALC_CASE(K, V, ...) \
+  case K: {                     \
+    constexpr u32 C = V;        \
+    __VA_ARGS__;                \
+  } break;
+#define DC_WITH_CALC(E, calc, ...)                                           \
+  switch ((calc) & kCalcOps) {                                               \
+    DC_CALC_CASE(DC_CALC_MAX, DC_CALC_MAX, __VA_ARGS__)                      \
+    DC_CALC_CASE(DC_CALC_MIN, DC_CALC_MIN, __VA_ARGS__)                      \
+    DC_CALC_CASE(DC_CALC_POST, DC_CALC_POST, __VA_ARGS__)                    \
+    DC_CALC_CASE(DC_CALC_PRE, E::floating ? DC_CALC_PRE : 0u, __VA_ARGS__)   \
+    default: {                                                               \
+      constexpr u32 C = 0;                                                   \
+      __VA_ARGS__;                                                           \
+    } break;                                                                 \
   }
-  f(CalcK<0>{});
-}
 
 // node is the operator at one node of the tree, on one element; node8 on
 // 8 bytes of elements, node16 on 16.

@@ -74,15 +74,10 @@ __device__ __noinline__ u64 tree_regs_call(const Red r, const u64* v) {
 }
 __device__ __forceinline__ u64 tree_regs_of(const Red& r, const u64* v) {
   u64 x = 0;
-  with_type(r.calc, [&](auto e) {
-    using E = decltype(e);
-    if ((r.calc & kCalcOps) == 0) {
-      x = tree_regs<E, 0>(r, v);
-      return;
-    }
-    with_calc<E>(r.calc, [&](auto c) {
-      if constexpr (decltype(c)::value != 0) x = tree_regs_call<E, decltype(c)::value>(r, v);
-    });
-  });
+  if ((r.calc & kCalcOps) == 0) {
+    DC_WITH_TYPE(r.calc, x = tree_regs<E, 0>(r, v));
+  } else {
+    DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, x = tree_regs_call<E, C>(r, v)));
+  }
   return x;
 }
