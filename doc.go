@@ -48,11 +48,9 @@
 //     the result, as torch.maximum has it (NCCL's fmax-style max drops a
 //     NaN: a rank's diverged loss would vanish from the maximum). Every type.
 //
-// Both backends serve every operator, with the same bits; the cuda
-// backend also takes PreMulSum's factor in device memory
-// (PreMulSumDevice). Across hosts the cpu backend serves every operator;
-// the cuda backend sums only, so far, and refuses the others with
-// ErrInvalid.
+// Both backends serve every operator, with the same bits, on one host and
+// across hosts; the cuda backend also takes PreMulSum's factor in device
+// memory (PreMulSumDevice).
 //
 // # Usage
 //
