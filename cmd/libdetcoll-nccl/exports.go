@@ -101,11 +101,11 @@ func warnOnce(why string, refused bool) {
 	fmt.Fprintf(os.Stderr, "libdetcoll-nccl: %s; handed to the real NCCL (not deterministic; %s=strict refuses instead)\n", why, ncclshim.EnvMode)
 }
 
-// kindsAgree reports whether forward.c numbers the reductions as
-// ncclshim.Kind does (TestKindsAgree).
+// kindsAgree reports whether forward.c numbers the reductions, and the
+// host factor's residence, as ncclshim does (TestKindsAgree).
 func kindsAgree() bool {
 	return C.DC_ALLREDUCE == int(ncclshim.AllReduce) && C.DC_REDUCESCATTER == int(ncclshim.ReduceScatter) &&
-		C.DC_REDUCE == int(ncclshim.Reduce)
+		C.DC_REDUCE == int(ncclshim.Reduce) && C.DC_SCALAR_HOST == int(ncclshim.ScalarHostImmediate)
 }
 
 // answer turns the shim's result and verdict into forward.c's answer.
@@ -177,6 +177,29 @@ func dcgo_reduction(kind C.int, send, recv C.uintptr_t, count C.size_t, dt, op, 
 		return answer(s.Do(ncclshim.Call{Kind: ncclshim.Kind(kind), Send: uintptr(send), Recv: uintptr(recv), Count: int(count),
 			DType: nccl.DataType(dt), Op: nccl.RedOp(op), Root: int(root), Comm: ncclshim.Handle(comm), Stream: uintptr(stream)}, uint64(group)))
 	})
+}
+
+// dcgo_premul_create tells the shim of an operator the real NCCL's
+// ncclRedOpCreatePreMulSum made: a host factor (host, for
+// ncclScalarHostImmediate) is copied now, as NCCL reads it now; a device
+// one (ncclScalarDevice) is kept as its address, at. The address comes as
+// an integer: a device address is no pointer Go may hold.
+//
+//export dcgo_premul_create
+func dcgo_premul_create(comm C.uintptr_t, op C.int, host unsafe.Pointer, at C.uintptr_t, dt, residence C.int) {
+	withShim(func(s *ncclshim.Shim) C.int {
+		var b []byte
+		if n := ncclshim.ScalarSize(nccl.DataType(dt)); n > 0 && host != nil {
+			b = C.GoBytes(host, C.int(n))
+		}
+		s.CreatePreMulSum(ncclshim.Handle(comm), nccl.RedOp(op), nccl.DataType(dt), ncclshim.ScalarResidence(residence), b, uintptr(at))
+		return 0
+	})
+}
+
+//export dcgo_premul_destroy
+func dcgo_premul_destroy(comm C.uintptr_t, op C.int) {
+	withShim(func(s *ncclshim.Shim) C.int { s.DestroyRedOp(ncclshim.Handle(comm), nccl.RedOp(op)); return 0 })
 }
 
 // dcgo_group_end is the shim's part of a group's end (phase 0 before the

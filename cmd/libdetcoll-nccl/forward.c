@@ -348,6 +348,28 @@ DC_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyn
   return r;
 }
 
+// A PreMulSum operator is the real NCCL's, made first, so that its number
+// is NCCL's and a call handed on with it works as without the library;
+// then the Go side learns of it (premul.go), reading a host factor now,
+// as NCCL does. It is destroyed on the Go side first: the real NCCL may
+// hand its number to the next operator made. Neither queues work, so
+// neither counts as an operation of the caller's group (handed).
+DC_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                ncclScalarResidence_t residence, ncclComm_t comm) {
+  DC_MISSING(ncclRedOpCreatePreMulSum);
+  ncclResult_t r = real.ncclRedOpCreatePreMulSum(op, scalar, datatype, residence, comm);
+  if (r == ncclSuccess && op)
+    dcgo_premul_create((uintptr_t)comm, *op, residence == DC_SCALAR_HOST ? scalar : NULL, (uintptr_t)scalar, datatype,
+                       residence);
+  return theirs(r);
+}
+
+DC_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  DC_MISSING(ncclRedOpDestroy);
+  dcgo_premul_destroy((uintptr_t)comm, op);
+  return theirs(real.ncclRedOpDestroy(op, comm));
+}
+
 // A reduction asks the Go side, which answers with a result, DC_HANDED
 // (the real NCCL makes it now) or DC_DEFERRED (it runs at the group's end).
 // When recording, the time of the ones the Go side made is summed: the

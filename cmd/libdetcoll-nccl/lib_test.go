@@ -164,28 +164,47 @@ func TestNeverItself(t *testing.T) {
 
 // TestForwarding: over the fake NCCL, with no GPU for detcoll, everything
 // reaches the real NCCL unchanged in delegate mode: the communicator, the
-// sums (detcoll cannot set up: no libcuda), the rest; strict mode refuses
-// the sums and a float max, saying why, and forwards the rest, exact
-// integer reductions included.
+// reductions (detcoll cannot set up: no libcuda), a PreMulSum operator
+// (made and destroyed by the real NCCL, under its number), the rest;
+// strict mode refuses the float reductions, saying why, and forwards the
+// rest, exact integer reductions included.
 func TestForwarding(t *testing.T) {
 	b := build(t)
 	real := "DETCOLL_REAL_NCCL=" + b.fake
-	lines, log := run(t, b, []string{real}, "version", "uniqueid", "init", "sum", "max", "intsum", "send", "group", "async", "destroy", "errorstring")
-	check(t, lines, []string{"version 0 22803", "uniqueid 0", "init 0", "sum 0", "max 0", "intsum 0", "send 0", "group 0",
-		"async 0 0", "destroy 0", "errorstring fake error string"})
-	wantLog := []string{"getuniqueid", "initrank", "allreduce_n=64_dt=7_op=0", "allreduce_n=64_dt=7_op=2", "allreduce_n=64_dt=2_op=0",
+	lines, log := run(t, b, []string{real}, "version", "uniqueid", "init", "sum", "max", "prod", "intsum", "premul", "premuldevice",
+		"send", "group", "async", "destroy", "errorstring")
+	check(t, lines, []string{"version 0 22803", "uniqueid 0", "init 0", "sum 0", "max 0", "prod 0", "intsum 0", "premul 0",
+		"premuldevice 0", "send 0", "group 0", "async 0 0", "destroy 0", "errorstring fake error string"})
+	wantLog := []string{"getuniqueid", "initrank", "allreduce_n=64_dt=7_op=0", "allreduce_n=64_dt=7_op=2", "allreduce_n=64_dt=7_op=1",
+		"allreduce_n=64_dt=2_op=0", "premulcreate_op=5_dt=7_residence=1", "reducescatter_n=64_dt=7_op=5", "premuldestroy_op=5",
+		"premulcreate_op=6_dt=9_residence=0", "allreduce_n=64_dt=9_op=6", "premuldestroy_op=6",
 		"send_n=8_peer=0", "groupstart", "groupend", "destroy"}
 	if !slices.Equal(log, wantLog) {
-		t.Errorf("the real NCCL saw %q, want %q", log, wantLog)
+		t.Errorf("the real NCCL saw\n %q\nwant %q", log, wantLog)
 	}
 
-	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "sum", "max", "intsum", "intmax", "send", "destroy")
-	check(t, lines, []string{"init 0", "sum 5", "max 5", "intsum 0", "intmax 0", "send 0", "destroy 0"}, "DETCOLL_NCCL_MODE=strict")
-	if want := []string{"initrank", "allreduce_n=64_dt=2_op=0", "reducescatter_n=64_dt=4_op=2", "send_n=8_peer=0", "destroy"}; !slices.Equal(log, want) {
+	lines, log = run(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "sum", "max", "prod", "intsum", "intmax", "premul", "send", "destroy")
+	check(t, lines, []string{"init 0", "sum 5", "max 5", "prod 5", "intsum 0", "intmax 0", "premul 5", "send 0", "destroy 0"}, "DETCOLL_NCCL_MODE=strict")
+	if want := []string{"initrank", "allreduce_n=64_dt=2_op=0", "reducescatter_n=64_dt=4_op=2", "premulcreate_op=5_dt=7_residence=1",
+		"send_n=8_peer=0", "destroy"}; !slices.Equal(log, want) {
 		t.Errorf("strict: the real NCCL saw %q, want %q", log, want)
 	}
-	if !strings.Contains(lines[1], "could not set it up") || !strings.Contains(lines[2], "with max is not one detcoll makes deterministic") {
-		t.Errorf("strict mode's reasons: %q, %q", lines[1], lines[2])
+	if !strings.Contains(lines[1], "could not set it up") || !strings.Contains(lines[2], "could not set it up") ||
+		!strings.Contains(lines[3], "with prod is not one detcoll makes deterministic") || !strings.Contains(lines[6], "could not set it up") {
+		t.Errorf("strict mode's reasons: %q", lines)
+	}
+}
+
+// TestPreMulSumRegistered: the library tells its Go side of the
+// operators the real NCCL makes: a call of another type than its
+// operator's is refused in strict mode naming the operator's type, before
+// the communicator's setup is tried.
+func TestPreMulSumRegistered(t *testing.T) {
+	b := build(t)
+	lines, log := run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_MODE=strict"}, "init", "premulmismatch", "destroy")
+	check(t, lines, []string{"init 0", "premulmismatch 5", "destroy 0"}, "with a premulsum operator made for float32")
+	if want := []string{"initrank", "premulcreate_op=5_dt=7_residence=1", "premuldestroy_op=5", "destroy"}; !slices.Equal(log, want) {
+		t.Errorf("the real NCCL saw %q, want %q", log, want)
 	}
 }
 
@@ -195,9 +214,9 @@ func TestForwarding(t *testing.T) {
 func TestStrictSaysWhyOnStderr(t *testing.T) {
 	b := build(t)
 	real := "DETCOLL_REAL_NCCL=" + b.fake
-	_, _, stderr := runErr(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "max", "max", "intsum")
-	if n := strings.Count(stderr, "with max is not one detcoll makes deterministic; refused"); n != 1 {
-		t.Errorf("stderr says the max's refusal %d times; want once:\n%s", n, stderr)
+	_, _, stderr := runErr(t, b, []string{real, "DETCOLL_NCCL_MODE=strict"}, "init", "prod", "prod", "intsum")
+	if n := strings.Count(stderr, "with prod is not one detcoll makes deterministic (detcoll has no product); refused"); n != 1 {
+		t.Errorf("stderr says the product's refusal %d times; want once:\n%s", n, stderr)
 	}
 	if strings.Contains(stderr, "int32") {
 		t.Errorf("stderr mentions the exact integer sum:\n%s", stderr)
@@ -248,7 +267,7 @@ func TestGroupsKeepTheirOperations(t *testing.T) {
 func TestReportFile(t *testing.T) {
 	b := build(t)
 	path := filepath.Join(t.TempDir(), "report.json")
-	run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_REPORT=" + path}, "init", "sum", "sum", "intsum", "send", "send", "destroy")
+	run(t, b, []string{"DETCOLL_REAL_NCCL=" + b.fake, "DETCOLL_NCCL_REPORT=" + path}, "init", "sum", "sum", "intsum", "premul", "send", "send", "destroy")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("no report: %v", err)
@@ -268,15 +287,17 @@ func TestReportFile(t *testing.T) {
 	for _, r := range rep.Calls {
 		got[r.Operation+" "+r.DType+" "+r.Op+" "+r.Outcome] += r.Calls
 	}
-	if got["AllReduce float32 sum handed"] != 2 || got["AllReduce int32 sum exact"] != 1 || rep.Forwarded["ncclSend"] != 2 || rep.Schema != 1 {
+	if got["AllReduce float32 sum handed"] != 2 || got["AllReduce int32 sum exact"] != 1 || got["ReduceScatter float32 premulsum handed"] != 1 ||
+		rep.Forwarded["ncclSend"] != 2 || rep.Schema != 1 {
 		t.Errorf("report:\n%s", data)
 	}
 }
 
-// TestKindsAgree: forward.c numbers the reductions as ncclshim does.
+// TestKindsAgree: forward.c numbers the reductions and the host factor's
+// residence as ncclshim does.
 func TestKindsAgree(t *testing.T) {
 	if !kindsAgree() {
-		t.Error("shim.h's DC_ALLREDUCE, DC_REDUCESCATTER, DC_REDUCE differ from ncclshim.Kind")
+		t.Error("shim.h's DC_ALLREDUCE, DC_REDUCESCATTER, DC_REDUCE or DC_SCALAR_HOST differ from ncclshim's")
 	}
 }
 

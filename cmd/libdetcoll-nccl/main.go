@@ -2,16 +2,18 @@
 
 // Command libdetcoll-nccl is a shared library that exports NCCL's C ABI
 // (of the NCCL it finds, nccl.h 2.28 as the reference) and gives detcoll's
-// bits to the sum reductions of PyTorch, vLLM, SGLang or any NCCL program,
+// bits to the reductions of PyTorch, vLLM, SGLang or any NCCL program,
 // with no change to its code:
 //
 //	go build -buildmode=c-shared -o libdetcoll-nccl.so ./cmd/libdetcoll-nccl
 //	LD_PRELOAD=$PWD/libdetcoll-nccl.so torchrun --nproc-per-node 2 train.py
 //
-// Sum all-reductions, reduce-scatters and reduces of bfloat16, float16,
-// float32 and float64 go through detcoll's fixed tree; every other call
-// goes to the real NCCL, which the library loads itself (libnccl.so.2, or
-// the file DETCOLL_REAL_NCCL names), never its own symbols. The logic is
+// All-reductions, reduce-scatters and reduces of bfloat16, float16,
+// float32 and float64 with sum, average, max, min or a PreMulSum operator,
+// and of the integer types with sum, average, max or min, go through
+// detcoll's fixed tree; products and every other call go to the real NCCL,
+// which the library loads itself (libnccl.so.2, or the file
+// DETCOLL_REAL_NCCL names), never its own symbols. The logic is
 // in internal/shim/ncclshim; this package is only the C boundary: forward.c
 // exports the functions (table.h lists them), exports.go is what forward.c
 // asks of Go. docs/nccl.md says what each function does, the variables it

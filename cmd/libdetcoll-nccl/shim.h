@@ -40,6 +40,10 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 #define DC_HANDED (-1)
 #define DC_DEFERRED (-2)
 
+// ncclScalarHostImmediate: a PreMulSum factor in host memory, read at the
+// operator's creation (ncclshim.ScalarHostImmediate).
+#define DC_SCALAR_HOST 1
+
 // The reductions, as the Go side numbers them (ncclshim.Kind).
 #define DC_ALLREDUCE 0
 #define DC_REDUCESCATTER 1

@@ -22,10 +22,6 @@
   X(ncclDevCommCreate, (ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm),   \
     (comm, reqs, outDevComm))                                                                                 \
   X(ncclDevCommDestroy, (ncclComm_t comm, const ncclDevComm_t* devComm), (comm, devComm))                     \
-  X(ncclRedOpCreatePreMulSum,                                                                                 \
-    (ncclRedOp_t* op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm), \
-    (op, scalar, datatype, residence, comm))                                                                  \
-  X(ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                                          \
   X(ncclBcast, (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream), \
     (buff, count, datatype, root, comm, stream))                                                              \
   X(ncclBroadcast,                                                                                            \
@@ -78,6 +74,10 @@
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,   \
      ncclComm_t comm, cudaStream_t stream),                                                                   \
     (sendbuff, recvbuff, count, datatype, op, root, comm, stream))                                            \
+  X(ncclRedOpCreatePreMulSum,                                                                                 \
+    (ncclRedOp_t* op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm), \
+    (op, scalar, datatype, residence, comm))                                                                  \
+  X(ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                                          \
   X(ncclGroupStart, (void), ())                                                                               \
   X(ncclGroupEnd, (void), ())                                                                                 \
   X(ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo), (simInfo))

@@ -17,6 +17,8 @@ ncclResult_t ncclAllReduce(const void*, void*, size_t, int, int, ncclComm_t, voi
 ncclResult_t ncclReduceScatter(const void*, void*, size_t, int, int, ncclComm_t, void*);
 ncclResult_t ncclReduce(const void*, void*, size_t, int, int, int, ncclComm_t, void*);
 ncclResult_t ncclSend(const void*, size_t, int, int, ncclComm_t, void*);
+ncclResult_t ncclRedOpCreatePreMulSum(int*, void*, int, int, ncclComm_t);
+ncclResult_t ncclRedOpDestroy(int, ncclComm_t);
 ncclResult_t ncclGroupStart(void);
 ncclResult_t ncclGroupEnd(void);
 ncclResult_t ncclGroupSimulateEnd(void*);
@@ -62,6 +64,29 @@ int main(int argc, char** argv) {
       if (r == 0) r = ncclGroupEnd();
     } else if (!strcmp(step, "max")) {
       r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 2 /* max */, comm, NULL);
+    } else if (!strcmp(step, "prod")) {
+      r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 7, 1 /* prod */, comm, NULL);
+    } else if (!strcmp(step, "premul")) {
+      /* torch's PREMUL_SUM: an operator of a host factor, one call, destroyed at once */
+      float factor = 0.5f;
+      int op = -1;
+      r = ncclRedOpCreatePreMulSum(&op, &factor, 7, 1 /* ncclScalarHostImmediate */, comm);
+      if (r == 0) r = ncclReduceScatter((void*)0x1000, (void*)0x2000, 64, 7, op, comm, NULL);
+      if (r == 0) r = ncclRedOpDestroy(op, comm);
+    } else if (!strcmp(step, "premulmismatch")) {
+      /* an operator made for float32, called with float16 (NCCL refuses that too), then destroyed */
+      float factor = 0.5f;
+      int op = -1;
+      r = ncclRedOpCreatePreMulSum(&op, &factor, 7, 1, comm);
+      if (r == 0) {
+        r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 6 /* float16 */, op, comm, NULL);
+        ncclRedOpDestroy(op, comm);
+      }
+    } else if (!strcmp(step, "premuldevice")) {
+      int op = -1;
+      r = ncclRedOpCreatePreMulSum(&op, (void*)0xfac000, 9 /* bfloat16 */, 0 /* ncclScalarDevice */, comm);
+      if (r == 0) r = ncclAllReduce((void*)0x1000, (void*)0x1000, 64, 9, op, comm, NULL);
+      if (r == 0) r = ncclRedOpDestroy(op, comm);
     } else if (!strcmp(step, "send")) {
       r = ncclSend((void*)0x1000, 8, 7, 0, comm, NULL);
     } else if (!strcmp(step, "group")) {

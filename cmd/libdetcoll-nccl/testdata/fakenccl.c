@@ -87,6 +87,26 @@ ncclResult_t pncclSend(const void* s, size_t n, int dt, int peer, void* c, void*
 }
 ncclResult_t ncclSend(const void* s, size_t n, int dt, int peer, void* c, void* st) ALIAS(ncclSend);
 
+/* PreMulSum operators: numbered from ncclNumOps (5) up, as NCCL's are. */
+static int next_op = 5;
+ncclResult_t pncclRedOpCreatePreMulSum(int* op, void* scalar, int dt, int residence, void* c) {
+  (void)scalar; (void)c;
+  *op = next_op++;
+  char b[64];
+  snprintf(b, sizeof b, "premulcreate op=%d dt=%d residence=%d", *op, dt, residence);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclRedOpCreatePreMulSum(int* op, void* scalar, int dt, int residence, void* c) ALIAS(ncclRedOpCreatePreMulSum);
+ncclResult_t pncclRedOpDestroy(int op, void* c) {
+  (void)c;
+  char b[64];
+  snprintf(b, sizeof b, "premuldestroy op=%d", op);
+  note(b);
+  return 0;
+}
+ncclResult_t ncclRedOpDestroy(int op, void* c) ALIAS(ncclRedOpDestroy);
+
 ncclResult_t pncclGroupStart(void) { note("groupstart"); return 0; }
 ncclResult_t ncclGroupStart(void) ALIAS(ncclGroupStart);
 ncclResult_t pncclGroupEnd(void) { note("groupend"); return 0; }

@@ -68,21 +68,23 @@ const (
 // calling thread's group (0 outside ncclGroupStart/End): a call detcoll
 // may serve is deferred to the group's end, where it runs beside the
 // group's other operations, as NCCL runs a group's operations together.
+//
+// detcoll serves every operator of NCCL's but the product (types.go):
+// sum, average, max and min of the float and integer types, and the
+// PreMulSum operators made through the library (premul.go) of the float
+// types. The integer ones give NCCL's bits too (they are exact in any
+// order), but served they take their turn on the communicator with its
+// other served calls and show in the record; where detcoll cannot serve
+// one, it is handed silently, in both modes.
 func (s *Shim) Do(call Call, group uint64) (nccl.Result, Verdict) {
 	start := s.rec.now()
-	k := callKey{call.Kind, call.DType, call.Op}
-	if exact(call.DType, call.Op) {
-		// The same bits in any order: NCCL's result is deterministic.
-		s.rec.count(k, outcomeExact, "")
-		return nccl.Success, Handed
-	}
 	c := s.lookup(call.Comm)
+	op := s.operatorOf(c, call)
 	if c == nil {
-		return s.handOff(k, "%v on a communicator libdetcoll-nccl did not see made (not by ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit or ncclCommShrink through it)", call.Kind)
+		return s.handOff(op.key, "%v on a communicator libdetcoll-nccl did not see made (not by ncclCommInitRank, ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit or ncclCommShrink through it)", call.Kind)
 	}
-	dtype, ok := detcollType(call.DType)
-	if call.Op != nccl.Sum || !ok {
-		return s.handOff(k, "%v of %v with %v is not one detcoll makes deterministic", call.Kind, call.DType, call.Op)
+	if op.why != "" {
+		return s.handOff(op.key, "%s", op.why)
 	}
 	if group != 0 {
 		c.mu.Lock()
@@ -96,31 +98,36 @@ func (s *Shim) Do(call Call, group uint64) (nccl.Result, Verdict) {
 		st := c.state
 		c.mu.Unlock()
 		if st == pending || st == served {
-			s.groups.add(group, &pendingCall{call: call, c: c})
+			s.groups.add(group, &pendingCall{call: call, op: op, c: c})
 			return nccl.Success, Deferred
 		}
 		// Handed or failed now, as outside the group.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return s.run(c, call, dtype, call.Stream, start)
+	return s.run(c, call, &op, call.Stream, start)
 }
 
-// run makes call on c's detcoll communicator, queued on stream after its
-// last call (follow), setting it up first if it is pending; c.mu is held.
-func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr, start time.Time) (nccl.Result, Verdict) {
-	k := callKey{call.Kind, call.DType, call.Op}
+// run makes call on c's detcoll communicator with op, queued on stream
+// after its last call (follow), setting it up first if it is pending;
+// c.mu is held.
+func (s *Shim) run(c *comm, call Call, op *operator, stream uintptr, start time.Time) (nccl.Result, Verdict) {
+	k := op.key
 	if r, v, ok := s.ready(c, stream, k); !ok {
 		return r, v
 	}
 	if c.hosts > 1 {
+		if !op.sum() || integer(call.DType) {
+			// internal/backend/hier refuses the others on GPUs, so far.
+			return s.handOff(k, "%v of %v with %v: across machines detcoll serves the float sums only, so far", k.kind, k.dt, opName(k.op))
+		}
 		// Across machines each call meets the others on the host before
 		// it is queued (internal/backend/hier), which a replay would skip.
 		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
 			return s.handOff(k, "%v: a communicator across machines cannot be captured in a CUDA graph with detcoll (each call meets the other machines on the host first)", k.kind)
 		}
 	}
-	if call.Kind == ReduceScatter && c.gather.ptr == 0 && gathers(c, call.Count, dtype) {
+	if call.Kind == ReduceScatter && c.gather.ptr == 0 && gathers(c, call.Count, op.dt) {
 		// Its gathering memory is allocated at the first call that needs
 		// it, which a CUDA graph capture would not survive.
 		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
@@ -131,7 +138,7 @@ func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr, star
 		return s.fail(err), Done
 	}
 	queued := s.rec.now()
-	if err := s.queue(c, call, dtype, stream); err != nil {
+	if err := s.queue(c, call, op, stream); err != nil {
 		return s.failComm(c, err), Done
 	}
 	s.rec.served(k, start, queued)
@@ -139,39 +146,40 @@ func (s *Shim) run(c *comm, call Call, dtype detcoll.DType, stream uintptr, star
 }
 
 // queue queues call's pieces on stream; c is served.
-func (s *Shim) queue(c *comm, call Call, dtype detcoll.DType, stream uintptr) error {
+func (s *Shim) queue(c *comm, call Call, op *operator, stream uintptr) error {
 	if call.Count == 0 {
 		return nil
 	}
 	switch call.Kind {
 	case AllReduce:
-		return s.allReduce(c, call.Send, call.Recv, call.Count, dtype, stream, false)
+		return s.allReduce(c, call.Send, call.Recv, call.Count, op, stream, false)
 	case Reduce:
 		if call.Root < 0 || call.Root >= c.world {
 			return fmt.Errorf("%w: Reduce: root %d out of range [0, %d)", detcoll.ErrInvalid, call.Root, c.world)
 		}
 		if c.rank == call.Root {
-			return s.allReduce(c, call.Send, call.Recv, call.Count, dtype, stream, false)
+			return s.allReduce(c, call.Send, call.Recv, call.Count, op, stream, false)
 		}
 		// NCCL lets recvbuff off the root be anything (NULL, or the
-		// input of an in-place call): the sums go to the discard.
+		// input of an in-place call): the results go to the discard.
 		d, err := s.discardOf(c.device)
 		if err != nil {
 			return err
 		}
-		return s.allReduce(c, call.Send, d.ptr, call.Count, dtype, stream, true)
+		return s.allReduce(c, call.Send, d.ptr, call.Count, op, stream, true)
 	case ReduceScatter:
-		return s.reduceScatter(c, call.Send, call.Recv, call.Count, dtype, stream)
+		return s.reduceScatter(c, call.Send, call.Recv, call.Count, op, stream)
 	}
 	return fmt.Errorf("%w: %v", detcoll.ErrInvalid, call.Kind)
 }
 
-// allReduce sums count elements in calls that fit the capacity: element i
-// of a sum depends only on the ranks' elements i, so the pieces give the
-// bits of one call. Each piece lands at its offset in recv, or, when
-// discard, at recv's start (the discard: nobody reads it).
-func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DType, stream uintptr, discard bool) error {
-	size := dt.Size()
+// allReduce reduces count elements in calls that fit the capacity: element
+// i of a reduction depends only on the ranks' elements i (and a rank's
+// PreMulSum factor, the same for every piece), so the pieces give the bits
+// of one call. Each piece lands at its offset in recv, or, when discard,
+// at recv's start (the discard: nobody reads it).
+func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, op *operator, stream uintptr, discard bool) error {
+	size := op.dt.Size()
 	chunk := int(c.capacity) / size
 	for off := 0; off < count; off += chunk {
 		n := min(chunk, count-off)
@@ -180,23 +188,24 @@ func (s *Shim) allReduce(c *comm, send, recv uintptr, count int, dt detcoll.DTyp
 		if discard {
 			out = recv
 		}
-		if err := c.dc.AllReduceDevice(detcoll.DevicePtr(send+b), detcoll.DevicePtr(out), n, dt, detcoll.Stream(stream)); err != nil {
+		if err := c.dc.AllReduceDevice(detcoll.DevicePtr(send+b), detcoll.DevicePtr(out), n, op.dt, detcoll.Stream(stream), op.ops...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// reduceScatter gives this rank its n elements of the sum of every rank's
-// world*n. A call larger than the capacity is cut into pieces of m
+// reduceScatter gives this rank its n elements of the reduction of every
+// rank's world*n. A call larger than the capacity is cut into pieces of m
 // elements per rank; piece k's input, the k-th m elements of every rank's
 // part, is gathered into c.gather (world copies on the stream) and
 // reduce-scattered from there, which gives the bits of one call, as for
 // all-reduce.
-func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, dt detcoll.DType, stream uintptr) error {
+func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, op *operator, stream uintptr) error {
+	dt := op.dt
 	size := dt.Size()
 	if !gathers(c, n, dt) {
-		return c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), n, dt, detcoll.Stream(stream))
+		return c.dc.ReduceScatterDevice(detcoll.DevicePtr(send), detcoll.DevicePtr(recv), n, dt, detcoll.Stream(stream), op.ops...)
 	}
 	if c.gather.ptr == 0 {
 		p, err := s.dev.Alloc(int(c.capacity))
@@ -215,7 +224,7 @@ func (s *Shim) reduceScatter(c *comm, send, recv uintptr, n int, dt detcoll.DTyp
 				return fmt.Errorf("detcoll: ReduceScatter: gather piece: %w", err)
 			}
 		}
-		if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(c.gather.ptr), detcoll.DevicePtr(recv+uintptr(off*size)), k, dt, detcoll.Stream(stream)); err != nil {
+		if err := c.dc.ReduceScatterDevice(detcoll.DevicePtr(c.gather.ptr), detcoll.DevicePtr(recv+uintptr(off*size)), k, dt, detcoll.Stream(stream), op.ops...); err != nil {
 			return err
 		}
 	}
@@ -233,7 +242,7 @@ func gathers(c *comm, n int, dt detcoll.DType) bool {
 func (s *Shim) ready(c *comm, stream uintptr, k callKey) (r nccl.Result, v Verdict, ok bool) {
 	if c.state == pending {
 		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
-			r, v = s.handOff(k, "%v: a communicator's first sum reduction must not be captured in a CUDA graph (detcoll sets up there): make one before capturing, or set %s=init", k.kind, EnvSetup)
+			r, v = s.handOff(k, "%v: a communicator's first reduction detcoll serves must not be captured in a CUDA graph (detcoll sets up there): make one before capturing, or set %s=init", k.kind, EnvSetup)
 			return r, v, false
 		}
 		s.setup(c, stream)

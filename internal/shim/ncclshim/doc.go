@@ -2,10 +2,10 @@
 // the shared library that exports NCCL's C ABI so that PyTorch, vLLM and
 // SGLang get detcoll's bits with no change to their code. The C boundary
 // forwards every call to the real NCCL except the few this package decides:
-// the sum reductions of floating-point types (AllReduce, ReduceScatter,
-// Reduce), which go through a detcoll communicator, and the communicator's
-// life (init, split, finalize, destroy, abort, async errors), which keeps
-// that communicator beside the real one.
+// the reductions (AllReduce, ReduceScatter, Reduce), which go through a
+// detcoll communicator; the PreMulSum operators, whose factors it keeps;
+// and the communicator's life (init, split, finalize, destroy, abort,
+// async errors), which keeps that communicator beside the real one.
 //
 // # One communicator, two engines
 //
@@ -21,15 +21,23 @@
 //
 // # What detcoll does, and what it hands back
 //
-// Sum reductions of bfloat16, float16, float32 and float64 get the fixed
-// tree's bits (detcoll's contract), at any size (calls.go: cut into
-// pieces that fit the capacity; a reduce-scatter's pieces gathered first)
-// and with any Reduce root (the ranks off the root sum into a discard
-// buffer the device's communicators share, memory.go). Integer reductions
-// are exact in any order and go to the real NCCL (types.go). Everything
-// else (floating-point products, min, max, averages, pre-multiplied sums,
-// communicators the shim did not see made) is handed to the real NCCL
-// ("delegate") or refused ("strict"), saying why (DETCOLL_NCCL_MODE).
+// Reductions of bfloat16, float16, float32 and float64 with sum, average,
+// max and min, and with the PreMulSum operators made through the library
+// (premul.go), get the fixed tree's bits (detcoll's contract; its average
+// divides the tree's sum once, where NCCL's pre-multiplies by 1/W), at
+// any size (calls.go: cut into pieces that fit the capacity; a
+// reduce-scatter's pieces gathered first) and with any Reduce root (the
+// ranks off the root reduce into a discard buffer the device's
+// communicators share, memory.go). The integer types' sum, average, max
+// and min are served too: NCCL's bits are the same in any order, but
+// served they keep their place among the communicator's served calls and
+// show in the record. The product stays NCCL's (detcoll has none; integer
+// products are exact in any order; no gradient path multiplies): handed
+// silently for integers, as is every integer reduction detcoll cannot
+// serve. Everything else (floating-point products, operators the library
+// did not see made or made for another type, communicators the shim did
+// not see made) is handed to the real NCCL ("delegate") or refused
+// ("strict"), saying why (DETCOLL_NCCL_MODE).
 //
 // # Several machines
 //
@@ -38,7 +46,9 @@
 // hosts, each machine's ranks through CUDA IPC and the machines through
 // rails of NCCL communicators of package nccl's, set up over the same
 // rendezvous (Rails), when the machines hold equal powers of two of
-// consecutive ranks.
+// consecutive ranks. Across machines detcoll's GPU path sums the float
+// types only, so far: the other reductions are handed there (the integer
+// ones silently).
 //
 // # NCCL's ordering
 //

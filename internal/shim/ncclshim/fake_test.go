@@ -276,8 +276,11 @@ type fakeComm struct {
 	events *eventLog // the rank's, if set: calls go there too
 	mu     sync.Mutex
 	calls  []string
-	err    error // returned by every later call, and by Err
-	fail   error // returned by the next call, once
+	// ops is the operator of every reduction, in order: detcoll.Sum for
+	// one given none. A call's line names an operator it was given.
+	ops  []detcoll.RedOp
+	err  error // returned by every later call, and by Err
+	fail error // returned by the next call, once
 }
 
 func (c *fakeComm) record(format string, args ...any) error {
@@ -297,11 +300,36 @@ func (c *fakeComm) record(format string, args ...any) error {
 }
 
 func (c *fakeComm) AllReduceDevice(in, out detcoll.DevicePtr, count int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error {
-	return c.record("allreduce %#x %#x %d %v %#x", in, out, count, dt, s)
+	return c.reduction(op, "allreduce %#x %#x %d %v %#x", in, out, count, dt, s)
 }
 
 func (c *fakeComm) ReduceScatterDevice(in, out detcoll.DevicePtr, n int, dt detcoll.DType, s detcoll.Stream, op ...detcoll.RedOp) error {
-	return c.record("reducescatter %#x %#x %d %v %#x", in, out, n, dt, s)
+	return c.reduction(op, "reducescatter %#x %#x %d %v %#x", in, out, n, dt, s)
+}
+
+// reduction records a reduction given ops: its operator, and its line
+// with the operator's name at the end where it was given one.
+func (c *fakeComm) reduction(ops []detcoll.RedOp, format string, args ...any) error {
+	if len(ops) > 1 {
+		panic(fmt.Sprintf("a reduction given %d operators", len(ops)))
+	}
+	op := detcoll.Sum
+	if len(ops) == 1 {
+		op = ops[0]
+		format += " " + op.String()
+	}
+	if !c.quiet {
+		c.mu.Lock()
+		c.ops = append(c.ops, op)
+		c.mu.Unlock()
+	}
+	return c.record(format, args...)
+}
+
+func (c *fakeComm) opLog() []detcoll.RedOp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]detcoll.RedOp{}, c.ops...)
 }
 
 func (c *fakeComm) Err() error {

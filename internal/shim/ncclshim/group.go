@@ -40,7 +40,10 @@ type groups struct {
 // pendingCall is a deferred call; forked says its side stream forked from
 // its stream in phase 0.
 type pendingCall struct {
-	call   Call
+	call Call
+	// op is the call's operator as resolved when it was made: a
+	// PreMulSum op may be destroyed before the group ends.
+	op     operator
 	c      *comm
 	forked bool
 }
@@ -174,8 +177,7 @@ func (s *Shim) runDeferred(p *pendingCall) nccl.Result {
 	if p.forked {
 		stream = c.side
 	}
-	dtype, _ := detcollType(call.DType)
-	r, v := s.run(c, call, dtype, stream, s.rec.now())
+	r, v := s.run(c, call, &p.op, stream, s.rec.now())
 	if v == Handed {
 		return s.real.Reduction(call)
 	}

@@ -23,14 +23,14 @@ import (
 type callKey struct {
 	kind Kind
 	dt   nccl.DataType
-	op   nccl.RedOp
+	op   nccl.RedOp // premulSum for every operator made through the library
 }
 
 type outcome string
 
 const (
 	outcomeServed  outcome = "served"  // detcoll's bits
-	outcomeExact   outcome = "exact"   // the real NCCL's, which are the same in any order
+	outcomeExact   outcome = "exact"   // the real NCCL's, which are the same in any order (why detcoll did not serve it: the reason)
 	outcomeHanded  outcome = "handed"  // the real NCCL's: not deterministic
 	outcomeRefused outcome = "refused" // strict mode: failed with ncclInvalidUsage
 )
@@ -168,7 +168,7 @@ func (s *Shim) WriteReport(forwarded map[string]int64, boundaryUS float64) error
 	}
 	s.rec.mu.Lock()
 	for k, w := range s.rec.rows {
-		rr := ReportRow{Operation: k.kind.String(), DType: k.dt.String(), Op: k.op.String(), Outcome: string(k.outcome),
+		rr := ReportRow{Operation: k.kind.String(), DType: k.dt.String(), Op: opName(k.op), Outcome: string(k.outcome),
 			Reason: k.reason, Calls: w.calls}
 		if k.outcome == outcomeServed && w.calls > 0 {
 			rr.ShimUSPerCall = float64(w.shimNS) / float64(w.calls) / 1e3

@@ -154,6 +154,12 @@ type comm struct {
 	cancel context.CancelFunc
 	active atomic.Pointer[active]
 
+	// premuls are the operators ncclRedOpCreatePreMulSum made on the
+	// communicator (premul.go), under a lock of their own: a creation
+	// must not wait for a setup in progress under mu.
+	opsMu   sync.Mutex
+	premuls map[nccl.RedOp]*premul // guarded by opsMu
+
 	mu        sync.Mutex // one call at a time; guards the fields below
 	state     state
 	why       string // unserved: why
@@ -360,11 +366,17 @@ func (s *Shim) fail(err error) nccl.Result {
 	return resultOf(err)
 }
 
-// handOff is the answer for a call detcoll does not make deterministic:
-// handed to the real NCCL (delegate) or refused with ncclInvalidUsage
-// (strict). Either way the user hears why, once per reason (Warn).
+// handOff is the answer for a call detcoll does not serve: handed to the
+// real NCCL (delegate) or refused with ncclInvalidUsage (strict). Either
+// way the user hears why, once per reason (Warn). A call whose NCCL
+// result is the same in any order (exact) is handed silently in both
+// modes: it costs no determinism.
 func (s *Shim) handOff(k callKey, format string, args ...any) (nccl.Result, Verdict) {
 	why := fmt.Sprintf(format, args...)
+	if exact(k.dt, k.op) {
+		s.rec.count(k, outcomeExact, why)
+		return nccl.Success, Handed
+	}
 	refused := s.settings.Mode == Strict
 	if s.Warn != nil {
 		s.Warn(why, refused)

@@ -53,14 +53,18 @@ func TestDispatch(t *testing.T) {
 		{"no elements", call(AllReduce, 0x10000, 0x10000, 0, nccl.Float16, nccl.Sum, 2, 0), 0, nil},
 		{"bfloat16", call(AllReduce, 0x10000, 0x10000, 2, nccl.Bfloat16, nccl.Sum, 2, 0), 0, []string{"allreduce 0x10000 0x10000 2 bfloat16 0x0"}},
 		{"float16", call(AllReduce, 0x10000, 0x10000, 2, nccl.Float16, nccl.Sum, 2, 0), 0, []string{"allreduce 0x10000 0x10000 2 float16 0x0"}},
+		{"average of floats", call(AllReduce, 1, 2, 8, nccl.Float32, nccl.Avg, 2, 0), 0, []string{"allreduce 0x1 0x2 8 float32 0x0 avg"}},
+		{"max of floats", call(AllReduce, 1, 2, 8, nccl.Bfloat16, nccl.Max, 2, 0), 0, []string{"allreduce 0x1 0x2 8 bfloat16 0x0 max"}},
+		{"min of floats", call(ReduceScatter, 1, 2, 8, nccl.Float64, nccl.Min, 2, 0), 0, []string{"reducescatter 0x1 0x2 8 float64 0x0 min"}},
+		{"integer sum", call(AllReduce, 1, 2, 8, nccl.Int32, nccl.Sum, 2, 0), 0, []string{"allreduce 0x1 0x2 8 int32 0x0"}},
+		{"integer max", call(AllReduce, 1, 2, 8, nccl.Int64, nccl.Max, 2, 0), 0, []string{"allreduce 0x1 0x2 8 int64 0x0 max"}},
+		{"integer min", call(ReduceScatter, 1, 2, 8, nccl.Uint8, nccl.Min, 2, 0), 0, []string{"reducescatter 0x1 0x2 8 uint8 0x0 min"}},
+		{"integer average", call(AllReduce, 1, 2, 8, nccl.Uint64, nccl.Avg, 2, 0), 0, []string{"allreduce 0x1 0x2 8 uint64 0x0 avg"}},
 		{"product of floats", call(AllReduce, 1, 2, 8, nccl.Float32, nccl.Prod, 2, 0), nccl.InvalidUsage, nil},
-		{"average of floats", call(AllReduce, 1, 2, 8, nccl.Float32, nccl.Avg, 2, 0), nccl.InvalidUsage, nil},
-		{"max of floats", call(AllReduce, 1, 2, 8, nccl.Bfloat16, nccl.Max, 2, 0), nccl.InvalidUsage, nil},
-		{"a premul-sum op", call(AllReduce, 1, 2, 8, nccl.Bfloat16, 5, 2, 0), nccl.InvalidUsage, nil},
-		{"a premul-sum op of integers", call(AllReduce, 1, 2, 8, nccl.Int32, 5, 2, 0), nccl.InvalidUsage, nil},
-		{"integer sum: exact", call(AllReduce, 1, 2, 8, nccl.Int32, nccl.Sum, 2, 0), nccl.Success, nil},
-		{"integer max: exact", call(AllReduce, 1, 2, 8, nccl.Int64, nccl.Max, 2, 0), nccl.Success, nil},
-		{"integer min: exact", call(ReduceScatter, 1, 2, 8, nccl.Uint8, nccl.Min, 2, 0), nccl.Success, nil},
+		{"integer product: exact", call(AllReduce, 1, 2, 8, nccl.Int32, nccl.Prod, 2, 0), nccl.Success, nil},
+		{"an 8-bit float", call(AllReduce, 1, 2, 8, 10, nccl.Sum, 2, 0), nccl.InvalidUsage, nil},
+		{"a dynamic op not made through the library", call(AllReduce, 1, 2, 8, nccl.Bfloat16, 5, 2, 0), nccl.InvalidUsage, nil},
+		{"one of integers", call(AllReduce, 1, 2, 8, nccl.Int32, 5, 2, 0), nccl.InvalidUsage, nil},
 		{"reduce-scatter", call(ReduceScatter, 0x10000, 0x20000, 100, nccl.Bfloat16, nccl.Sum, 2, 3),
 			0, []string{"reducescatter 0x10000 0x20000 100 bfloat16 0x3"}},
 		{"reduce at the root", Call{Kind: Reduce, Send: 0x10000, Recv: 0x20000, Count: 10, DType: nccl.Float32, Op: nccl.Sum, Root: 1, Comm: 2},
@@ -93,16 +97,54 @@ func TestDispatch(t *testing.T) {
 	}
 }
 
-// TestDetcollTypes: the element types detcoll sums are NCCL's four float
-// types, each as itself (float16 served as bfloat16 would give other
-// bits), and no other.
+// TestDetcollTypes: the element types detcoll reduces are NCCL's four
+// float types and six integer types, each as itself (float16 served as
+// bfloat16 would give other bits), and no other.
 func TestDetcollTypes(t *testing.T) {
 	want := map[nccl.DataType]detcoll.DType{nccl.Bfloat16: detcoll.TypeBFloat16, nccl.Float16: detcoll.TypeFloat16,
-		nccl.Float32: detcoll.TypeFloat32, nccl.Float64: detcoll.TypeFloat64}
+		nccl.Float32: detcoll.TypeFloat32, nccl.Float64: detcoll.TypeFloat64, nccl.Int8: detcoll.TypeInt8,
+		nccl.Uint8: detcoll.TypeUint8, nccl.Int32: detcoll.TypeInt32, nccl.Uint32: detcoll.TypeUint32,
+		nccl.Int64: detcoll.TypeInt64, nccl.Uint64: detcoll.TypeUint64}
 	for dt := nccl.DataType(-1); dt < 16; dt++ {
 		got, ok := detcollType(dt)
 		if w, served := want[dt]; ok != served || ok && got != w {
 			t.Errorf("detcollType(%v) = %v, %v; want %v, %v", dt, got, ok, w, served)
+		}
+	}
+}
+
+// TestOperators: every operator detcoll has reaches it as itself, on each
+// of the ten element types it reduces (the integer ones too: same bits as
+// NCCL's, but served), in all-reduce, reduce-scatter and reduce alike; a
+// product never does (detcoll has none), handed silently for integers
+// (exact in any order) and said or refused for floats.
+func TestOperators(t *testing.T) {
+	ops := map[nccl.RedOp]detcoll.RedOp{nccl.Sum: detcoll.Sum, nccl.Avg: detcoll.Avg, nccl.Max: detcoll.Max, nccl.Min: detcoll.Min}
+	types := []nccl.DataType{nccl.Bfloat16, nccl.Float16, nccl.Float32, nccl.Float64, nccl.Int8, nccl.Uint8,
+		nccl.Int32, nccl.Uint32, nccl.Int64, nccl.Uint64}
+	for _, mode := range []Mode{Delegate, Strict} {
+		s := testSettings()
+		s.Mode = mode
+		for _, dt := range types {
+			for _, kind := range []Kind{AllReduce, ReduceScatter, Reduce} {
+				for op := nccl.Sum; op <= nccl.Avg; op++ {
+					sh, fc := servedShim(t, 2, 0, s)
+					warned := 0
+					sh.Warn = func(string, bool) { warned++ }
+					call := Call{Kind: kind, Send: 0x10000, Recv: 0x20000, Count: 4, DType: dt, Op: op, Comm: 1, Stream: 3}
+					res, v := sh.Do(call, 0)
+					want, served := ops[op]
+					got := fc.opLog()
+					switch {
+					case served && (res != nccl.Success || v != Done || len(got) != 1 || got[0] != want):
+						t.Errorf("mode %d: %v of %v with %v = %d, verdict %v, detcoll got %v; want it served with %v", mode, kind, dt, op, res, v, got, want)
+					case !served && integer(dt) && (res != nccl.Success || v != Handed || len(got) != 0 || warned != 0):
+						t.Errorf("mode %d: %v of %v with %v = %d, verdict %v, detcoll got %v, %d warnings; want it handed silently", mode, kind, dt, op, res, v, got, warned)
+					case !served && !integer(dt) && (len(got) != 0 || warned != 1 || mode == Delegate && v != Handed || mode == Strict && res != nccl.InvalidUsage):
+						t.Errorf("mode %d: %v of %v with %v = %d, verdict %v, detcoll got %v, %d warnings; want it handed or refused, saying so", mode, kind, dt, op, res, v, got, warned)
+					}
+				}
+			}
 		}
 	}
 }
