@@ -117,10 +117,6 @@ func (s *Shim) run(c *comm, call Call, op *operator, stream uintptr, start time.
 		return r, v
 	}
 	if c.hosts > 1 {
-		if !op.sum() || integer(call.DType) {
-			// internal/backend/hier refuses the others on GPUs, so far.
-			return s.handOff(k, "%v of %v with %v: across machines detcoll serves the float sums only, so far", k.kind, k.dt, opName(k.op))
-		}
 		// Across machines each call meets the others on the host before
 		// it is queued (internal/backend/hier), which a replay would skip.
 		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {

@@ -46,9 +46,7 @@
 // hosts, each machine's ranks through CUDA IPC and the machines through
 // rails of NCCL communicators of package nccl's, set up over the same
 // rendezvous (Rails), when the machines hold equal powers of two of
-// consecutive ranks. Across machines detcoll's GPU path sums the float
-// types only, so far: the other reductions are handed there (the integer
-// ones silently).
+// consecutive ranks.
 //
 // # NCCL's ordering
 //

@@ -146,32 +146,30 @@ func TestPreMulSumGroup(t *testing.T) {
 	}
 }
 
-// TestOperatorsAcrossHosts: across machines detcoll's GPU path sums the
-// float types only, so far (internal/backend/hier): every rank hands the
-// other operators alike (or refuses them, strict), the integer ones
-// silently.
+// TestOperatorsAcrossHosts: across machines every operator is served
+// too, a PreMulSum operator with its factor, on every rank.
 func TestOperatorsAcrossHosts(t *testing.T) {
-	for _, mode := range []Mode{Delegate, Strict} {
-		s := atInit()
-		s.AcrossHosts, s.Mode = true, mode
-		o, shims := acrossJob(t, 4, func(r int) int { return r / 2 }, s, &fakeRails{})
-		initAll(t, shims)
-		for r, sh := range shims {
-			h := Handle(r + 1)
-			sh.CreatePreMulSum(h, 5, nccl.Bfloat16, ScalarHostImmediate, le16(0x3F00), 0)
-			for _, tc := range []struct {
-				dt    nccl.DataType
-				op    nccl.RedOp
-				exact bool
-			}{{nccl.Float32, nccl.Max, false}, {nccl.Bfloat16, nccl.Avg, false}, {nccl.Bfloat16, 5, false}, {nccl.Int32, nccl.Sum, true}, {nccl.Int64, nccl.Min, true}} {
-				res, v := sh.Do(Call{Kind: AllReduce, Send: 0x1000, Recv: 0x2000, Count: 64, DType: tc.dt, Op: tc.op, Comm: h}, 0)
-				if (tc.exact || mode == Delegate) && (res != nccl.Success || v != Handed) || !tc.exact && mode == Strict && res != nccl.InvalidUsage {
-					t.Errorf("mode %d, rank %d: %v with %v = %d, verdict %v", mode, r, tc.dt, tc.op, res, v)
-				}
+	s := atInit()
+	s.AcrossHosts = true
+	o, shims := acrossJob(t, 4, func(r int) int { return r / 2 }, s, &fakeRails{})
+	initAll(t, shims)
+	for r, sh := range shims {
+		h := Handle(r + 1)
+		sh.CreatePreMulSum(h, 5, nccl.Bfloat16, ScalarHostImmediate, le16(0x3F00), 0)
+		var want []detcoll.RedOp
+		for _, tc := range []struct {
+			dt nccl.DataType
+			op nccl.RedOp
+			as detcoll.RedOp
+		}{{nccl.Float32, nccl.Max, detcoll.Max}, {nccl.Bfloat16, nccl.Avg, detcoll.Avg}, {nccl.Bfloat16, 5, detcoll.PreMulSum(0.5)},
+			{nccl.Int32, nccl.Sum, detcoll.Sum}, {nccl.Int64, nccl.Min, detcoll.Min}} {
+			if res, v := sh.Do(Call{Kind: AllReduce, Send: 0x1000, Recv: 0x2000, Count: 64, DType: tc.dt, Op: tc.op, Comm: h}, 0); res != nccl.Success || v != Done {
+				t.Errorf("rank %d: %v with %v = %d, verdict %v; want served", r, tc.dt, tc.op, res, v)
 			}
-			if got := o.comms[r].log(); len(got) != 0 {
-				t.Errorf("mode %d, rank %d: detcoll saw %q", mode, r, got)
-			}
+			want = append(want, tc.as)
+		}
+		if got := o.comms[r].opLog(); !slices.Equal(got, want) {
+			t.Errorf("rank %d: detcoll got %v; want %v", r, got, want)
 		}
 	}
 }

@@ -108,10 +108,6 @@ type operator struct {
 	why string
 }
 
-// sum reports whether o is a sum, the one operator detcoll serves across
-// machines.
-func (o *operator) sum() bool { return o.ops == nil }
-
 // operatorOf resolves call's op on c (nil: a communicator the shim does
 // not know, whose calls are handed whatever their op). A PreMulSum op is
 // resolved now, at the call, since NCCL lets the caller destroy it as
