@@ -1,10 +1,12 @@
-"""detcoll for Python: deterministic sums for torch.distributed, vLLM and SGLang.
+"""detcoll for Python: deterministic reductions for torch.distributed, vLLM and SGLang.
 
 detcoll's libdetcoll-nccl is a shared library that exports NCCL's C ABI
-and sends every sum all-reduce, reduce-scatter and reduce of bfloat16,
-float16, float32 and float64 through detcoll's fixed reduction tree, so
-that the results are bitwise identical across runs, message sizes and
-offsets; everything else goes to the real NCCL. This package finds the
+and sends every all-reduce, reduce-scatter and reduce of bfloat16,
+float16, float32 and float64 with SUM, AVG, MAX, MIN or PREMUL_SUM (and
+of the integer types with SUM, AVG, MAX or MIN) through detcoll's fixed
+reduction tree, so that the results are bitwise identical across runs,
+message sizes and offsets; everything else (PRODUCT, gathers, sends) goes
+to the real NCCL. This package finds the
 library and puts it under torch.distributed, with no change to the
 program:
 

@@ -6,7 +6,7 @@ import sys
 import warnings
 
 from detcoll import _lib
-from detcoll.tree import CANONICAL_NAN, tree
+from detcoll.tree import CANONICAL_NAN, INF, INT_TYPES, WIDTH, int_reduce, tree, wrap
 
 
 class NotEnabledError(RuntimeError):
@@ -75,20 +75,145 @@ def _int_view(t):
                    torch.float32: torch.int32, torch.float64: torch.int64}[t.dtype])
 
 
-def reference(inputs):
-    """T over the ranks' inputs (CPU tensors of one float dtype), element by
-    element, each node rounded in the dtype (torch's CPU adds compute
-    bfloat16 and float16 in float32 and round once, to nearest even), NaN
-    made canonical. It is detcoll's result, computed without detcoll."""
+# The operators reference() takes, by torch.distributed.ReduceOp's names.
+OPERATORS = ("sum", "avg", "max", "min", "premul_sum")
+
+
+def reference(inputs, op="sum", factors=None):
+    """detcoll's result of reducing the ranks' inputs (CPU or GPU tensors of
+    one dtype, by rank) with op, element by element, computed without
+    detcoll. op is one of OPERATORS (a torch.distributed.ReduceOp's name,
+    any case; "premulsum" too); factors[r] is rank r's PREMUL_SUM factor, a
+    Python float (rounded to the dtype as PyTorch's ncclScalarHostImmediate
+    factor is: through float32 for bfloat16 and float16) or a one-element
+    tensor of the dtype (its ncclScalarDevice factor). The float types:
+
+    - sum: T with the dtype's add at every node (torch's CPU adds compute
+      bfloat16 and float16 in float32 and round once, to nearest even),
+      NaN made canonical;
+    - avg: the sum, then one division by W rounded once: for bfloat16 and
+      float16 (s.float() / W).to(dtype), for float32 through float64;
+    - premul_sum: each rank's input times its factor, rounded once to the
+      dtype (the product exact in float32 for bfloat16 and float16, in
+      float64 for float32), then the sum;
+    - max, min: T with tree.extremum at every node (-0 below +0, any NaN
+      the canonical NaN).
+
+    The integer types (int8, uint8, int32, uint32, int64, uint64): sum
+    (wrapping), avg (the wrapped sum over W, truncated toward zero), max,
+    min: tree.int_reduce per element, in Python (slow for large tensors).
+    """
     import torch
 
-    out = tree([x.cpu() for x in inputs], lambda a, b: a + b)
-    if len(inputs) == 1:
+    name = op.lower()
+    if name == "premulsum":
+        name = "premul_sum"
+    if name not in OPERATORS:
+        raise ValueError(f"no operator {op!r}: one of {', '.join(OPERATORS)}")
+    xs = [x.cpu() for x in inputs]
+    dt = xs[0].dtype
+    wide = _wide().get(dt)
+    if wide is None:
+        return _int_reference(xs, name)
+    if name == "max" or name == "min":
+        return _extremum_reference(xs, name == "max")
+    if name == "premul_sum":
+        if factors is None or len(factors) != len(xs):
+            raise ValueError(f"premul_sum needs one factor per rank ({len(xs)}), got {factors!r}")
+        xs = [(x.to(wide) * _factor(f, dt).to(wide)).to(dt) for x, f in zip(xs, factors)]
+    out = _sum_reference(xs)
+    if name == "avg":
+        out = _canonical((out.to(wide) / len(xs)).to(dt))
+    return out
+
+
+# The type a float type's one rounding goes through, by float type (filled
+# at first use: torch is imported late): the product of two values of the
+# dtype is exact there, and a quotient rounded there and then to the
+# dtype is the correctly rounded one.
+_WIDE = {}
+
+
+def _wide():
+    import torch
+
+    if not _WIDE:
+        _WIDE.update({torch.bfloat16: torch.float32, torch.float16: torch.float32,
+                      torch.float32: torch.float64, torch.float64: torch.float64})
+    return _WIDE
+
+
+def _factor(f, dt):
+    """A PREMUL_SUM factor as one value of dt, as PyTorch gives it to NCCL."""
+    import torch
+
+    if isinstance(f, torch.Tensor):
+        return f.detach().cpu().reshape(()).to(dt)
+    if dt in (torch.bfloat16, torch.float16):
+        return torch.tensor(float(f), dtype=torch.float32).to(dt)  # T(double): through float
+    return torch.tensor(float(f), dtype=torch.float64).to(dt)
+
+
+def _sum_reference(xs):
+    """T over xs with the dtype's add, NaN canonical: the sum."""
+    import torch
+
+    out = tree(xs, lambda a, b: a + b)
+    if len(xs) == 1:
         out = out + torch.tensor(-0.0, dtype=out.dtype)  # T over one leaf: x + (-0)
-    bits = _int_view(out.clone())
-    nan = torch.isnan(out)
-    bits[nan] = CANONICAL_NAN[str(out.dtype).removeprefix("torch.")]
-    return bits.view(out.dtype)
+    return _canonical(out)
+
+
+def _canonical(t):
+    """t with every NaN's bits made the canonical NaN's."""
+    import torch
+
+    bits = _int_view(t.clone())
+    bits[torch.isnan(t)] = CANONICAL_NAN[str(t.dtype).removeprefix("torch.")]
+    return bits.view(t.dtype)
+
+
+def _extremum_reference(xs, largest):
+    """T over xs with tree.extremum at every node, on whole tensors: a
+    node keeps the operand whose order key is larger (smaller), the key an
+    integer of the element's width that orders the values, -0 below +0 (a
+    negative value's bits but the sign flipped), and any NaN operand gives
+    the canonical NaN."""
+    import torch
+
+    dt = xs[0].dtype
+    name = str(dt).removeprefix("torch.")
+    magnitude = (1 << (WIDTH[name] - 1)) - 1
+
+    def node(a, b):
+        ka = torch.where(a < 0, a ^ magnitude, a)
+        kb = torch.where(b < 0, b ^ magnitude, b)
+        out = torch.where(ka > kb if largest else ka < kb, a, b)
+        out[((a & magnitude) > INF[name]) | ((b & magnitude) > INF[name])] = CANONICAL_NAN[name]
+        return out
+
+    out = tree([_int_view(x.contiguous()) for x in xs], node)
+    if len(xs) == 1:
+        out = node(out, out)  # a NaN made canonical
+    return out.view(dt)
+
+
+def _int_reference(xs, name):
+    """tree.int_reduce element by element, on Python ints."""
+    import torch
+
+    dtype = str(xs[0].dtype).removeprefix("torch.")
+    if dtype not in INT_TYPES or name == "premul_sum":
+        raise ValueError(f"detcoll has no {name} of {dtype}")
+    width, _ = INT_TYPES[dtype]
+    # Read and written through the signed view of the width (torch's
+    # uint32 and uint64 take few operations): the same bits.
+    signed = {8: torch.int8, 32: torch.int32, 64: torch.int64}[width]
+    cols = zip(*[[wrap(v, dtype) for v in x.contiguous().view(signed).tolist()] for x in xs])
+    out = [wrap(int_reduce(list(col), name, dtype), "int" + str(width)) for col in cols]
+    if dtype == "uint8":
+        return torch.tensor(out, dtype=torch.int8).view(torch.uint8)
+    return torch.tensor(out, dtype=signed).view(xs[0].dtype)
 
 
 def verify(sizes=(1, 7, 1000, 65536, 1 << 20), dtypes=None, group=None, seed=1, nans=True):

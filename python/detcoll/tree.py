@@ -74,3 +74,41 @@ def extremum(a, b, dtype, largest):
     if ka == kb:
         return a
     return a if (ka > kb) == largest else b
+
+
+# The integer types (detcoll's contract, "Reductions"): exact in any order,
+# so T's shape cannot show; the reference uses T all the same.
+
+INT_TYPES = {"int8": (8, True), "uint8": (8, False), "int32": (32, True), "uint32": (32, False),
+             "int64": (64, True), "uint64": (64, False)}
+
+
+def wrap(v, dtype):
+    """v as a value of the integer type dtype: modulo 2^n, into its range."""
+    width, signed = INT_TYPES[dtype]
+    v &= (1 << width) - 1
+    if signed and v >> (width - 1):
+        v -= 1 << width
+    return v
+
+
+def int_node(op, dtype):
+    """The node of op ("sum", "max" or "min") on values of the integer type
+    dtype: a sum wraps modulo 2^n."""
+    if op == "sum":
+        return lambda a, b: wrap(a + b, dtype)
+    if op in ("max", "min"):
+        return max if op == "max" else min
+    raise ValueError(f"no integer node {op!r} (sum, max, min)")
+
+
+def int_reduce(values, op, dtype):
+    """One element of an integer reduction over the ranks' values (Python
+    ints of dtype's range): "sum" (wrapping), "max", "min", or "avg", the
+    wrapped sum divided by the number of ranks, truncated toward zero (as
+    NCCL's)."""
+    if op == "avg":
+        s = tree(values, int_node("sum", dtype))
+        q = abs(s) // len(values)
+        return q if s >= 0 else -q
+    return tree(values, int_node(op, dtype))

@@ -125,10 +125,10 @@ def main():
         g = torch.Generator().manual_seed(777 + 7919 * salt + 104729 * rank)
         return (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dt)
 
-    def reference(x):
+    def reference(x, op="sum"):
         everyone = [torch.empty_like(x) for _ in range(world)]
         dist.all_gather(everyone, x)  # gloo, on the CPU: bytes, exact
-        return dtorch._int_view(dtorch.reference(everyone))
+        return dtorch._int_view(dtorch.reference(everyone, op))
 
     def bits(t):
         return dtorch._int_view(t.cpu())
@@ -268,16 +268,19 @@ def main():
         assert e.value == 0, f"async error {e.value}"
         return "8 calls on 2 streams"
 
-    @check("an integer sum and a float max: the real NCCL's (exact, and handed)")
+    @check("an integer sum and a float max: served, the reference's bits")
     def _():
         a = torch.arange(100, dtype=torch.int32, device=dev) + rank
         nccl.check("ncclAllReduce", ptr(a), ptr(a), 100, NCCL_TYPE[torch.int32], SUM, comm, nccl.stream())
         wait("int sum")
         want = torch.arange(100, dtype=torch.int32) * world + sum(range(world))
         assert torch.equal(a.cpu(), want)
-        f = rand(100, torch.float32, 30).cuda()
+        x = rand(100, torch.float32, 30)
+        want = reference(x, "max")
+        f = x.cuda()
         nccl.check("ncclAllReduce", ptr(f), ptr(f), 100, NCCL_TYPE[torch.float32], MAX, comm, nccl.stream())
         wait("max")
+        same(bits(f), want, "max")
         return "ok"
 
     torch.cuda.synchronize()

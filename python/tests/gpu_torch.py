@@ -5,8 +5,9 @@ Run on every rank by torchrun, with the library preloaded:
     LD_PRELOAD=/path/libdetcoll-nccl.so torchrun --nproc-per-node W tests/gpu_torch.py OUT.json
 
 An unmodified torch.distributed program: each check is what a user's code
-does, and the bits of every sum are compared with detcoll's reference tree
-(detcoll.torch.reference, computed on the CPU from every rank's inputs).
+does, and the bits of every reduction (sum, average, max, min, pre-multiplied
+sum) are compared with detcoll's reference (detcoll.torch.reference,
+computed on the CPU from every rank's inputs).
 Writes one JSON object per rank (OUT.json.RANK) and exits 1 on any failure.
 """
 
@@ -178,11 +179,62 @@ def main():
             assert torch.equal(bits(static), want), "a replay's bits differ"
         return "3 replays"
 
-    @check("a max all_reduce: the real NCCL's (delegate mode)")
+    def operand(n, dt, salt):
+        # Random values, a NaN on rank 0 only (every rank's max and min
+        # must show it, canonical) and zeros of both signs.
+        x = rand(n, dt, salt)
+        if rank == 0:
+            x[3] = float("nan")
+        x[5] = -0.0
+        x[6] = 0.0 if rank % 2 == 0 else -0.0
+        return x
+
+    def operators(dt):
+        """(name, ReduceOp, reference op, factors): AVG, MAX, MIN and
+        PREMUL_SUM with a host factor (a Python float: NCCL's
+        ncclScalarHostImmediate) and with a device one (a 0-dim CUDA tensor:
+        ncclScalarDevice), each rank its own."""
+        host = [1 / 3 + 0.0625 * r for r in range(world)]
+        device = torch.tensor(0.7 - 0.125 * rank, dtype=dt, device="cuda")
+        devices = gather_inputs(device.reshape(1))  # every rank's factor, as its bits
+        return [("avg", dist.ReduceOp.AVG, "avg", None), ("max", dist.ReduceOp.MAX, "max", None),
+                ("min", dist.ReduceOp.MIN, "min", None),
+                ("premul_sum host", dist._make_nccl_premul_sum(host[rank]), "premul_sum", host),
+                ("premul_sum device", dist._make_nccl_premul_sum(device), "premul_sum", devices)]
+
+    @check("all_reduce with AVG, MAX, MIN, PREMUL_SUM (host and device factor) = the reference's bits (bf16/fp32, 1000 and 1<<20)")
     def _():
-        x = rand(100, torch.float32, 9)
-        dist.all_reduce(x, op=dist.ReduceOp.MAX)
-        return "ok"
+        n_checks = 0
+        for dt in (torch.bfloat16, torch.float32):
+            for n in (1000, 1 << 20):
+                x = operand(n, dt, 9)
+                everyone = gather_inputs(x)
+                for name, op, ref, factors in operators(dt):
+                    want = bits(dtorch.reference(everyone, ref, factors))
+                    got = x.clone()
+                    dist.all_reduce(got, op=op)
+                    dtorch._same(bits(got), want, f"{dt} n={n} {name}")
+                    n_checks += 1
+        return f"{n_checks} calls bit-equal"
+
+    @check("reduce_scatter_tensor with AVG and PREMUL_SUM (FSDP2's gradients) = the reference's shard (bf16/fp32)")
+    def _():
+        if world == 1:
+            return "skipped at W=1 (torch copies at world size 1: no NCCL call)"
+        n_checks = 0
+        for dt in (torch.bfloat16, torch.float32):
+            for n in (1000, 1 << 20):
+                x = operand(n * world, dt, 10)
+                everyone = gather_inputs(x)
+                for name, op, ref, factors in operators(dt):
+                    if ref not in ("avg", "premul_sum"):
+                        continue
+                    want = bits(dtorch.reference(everyone, ref, factors))[rank * n:(rank + 1) * n]
+                    y = torch.empty(n, dtype=dt, device="cuda")
+                    dist.reduce_scatter_tensor(y, x, op=op)
+                    dtorch._same(bits(y), want, f"{dt} shard of {n} {name}")
+                    n_checks += 1
+        return f"{n_checks} calls bit-equal"
 
     dist.barrier()
     torch.cuda.synchronize()

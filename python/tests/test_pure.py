@@ -9,7 +9,13 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from detcoll import _lib  # noqa: E402
-from detcoll.tree import extremum, order_key, shape, split, tree  # noqa: E402
+from detcoll.tree import extremum, int_reduce, order_key, shape, split, tree, wrap  # noqa: E402
+
+try:
+    import torch  # noqa: F401 - only to know whether the reference's tests can run
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
 
 
 class TreeTest(unittest.TestCase):
@@ -46,6 +52,105 @@ class TreeTest(unittest.TestCase):
         leaves = [0x3F80, 0x8000, 0x0000, 0xC000, 0x4040]
         self.assertEqual(tree(leaves, lambda a, b: extremum(a, b, "bfloat16", True)), 0x4040)
         self.assertEqual(tree(leaves[::-1], lambda a, b: extremum(a, b, "bfloat16", False)), 0xC000)
+
+
+class IntegerTest(unittest.TestCase):
+    def test_wrap(self):
+        self.assertEqual(wrap(128, "int8"), -128)
+        self.assertEqual(wrap(-1, "uint8"), 255)
+        self.assertEqual(wrap(1 << 32, "uint32"), 0)
+        self.assertEqual(wrap((1 << 63) + 5, "int64"), -(1 << 63) + 5)
+        self.assertEqual(wrap(-1, "uint64"), (1 << 64) - 1)
+
+    def test_reduce(self):
+        for values, op, dtype, want in [
+            ([100, 100], "sum", "int8", -56),            # wraps
+            ([200, 100], "sum", "uint8", 44),
+            ([-7, 2], "avg", "int32", -2),               # -5 / 2, truncated toward zero
+            ([7, -2, 0], "avg", "int32", 1),             # 5 / 3
+            ([127, 127, 2], "avg", "int8", 0),           # the wrapped sum (0), divided
+            ([(1 << 64) - 1, 3], "avg", "uint64", 1),    # wraps to 2, then 2 / 2
+            ([-5, 3, -9], "max", "int64", 3),
+            ([-5, 3, -9], "min", "int64", -9),
+            ([1 << 31, 5], "max", "uint32", 1 << 31),    # unsigned order
+            ([5], "avg", "int8", 5),
+        ]:
+            self.assertEqual(int_reduce(values, op, dtype), want, (values, op, dtype))
+        # Order-free: any order of the leaves gives the same result.
+        leaves = [120, -77, 99, 64, -128, 3]
+        for op in ("sum", "avg", "max", "min"):
+            self.assertEqual(int_reduce(leaves, op, "int8"), int_reduce(leaves[::-1], op, "int8"), op)
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class ReferenceTest(unittest.TestCase):
+    """reference() with an operator (torch on the CPU)."""
+
+    def setUp(self):
+        from detcoll import torch as dtorch
+        self.dtorch = dtorch
+
+    def bits(self, t):
+        return self.dtorch._int_view(t).tolist()
+
+    def test_sum_unchanged(self):
+        import torch
+        xs = [torch.tensor([1.0, float("nan"), -0.0], dtype=torch.bfloat16), torch.tensor([2.0, 1.0, -0.0], dtype=torch.bfloat16)]
+        self.assertEqual(self.bits(self.dtorch.reference(xs)), self.bits(self.dtorch.reference(xs, "SUM")))
+        self.assertEqual(self.bits(self.dtorch.reference(xs)), [0x4040, 0x7FFF, 0x8000])
+
+    def test_avg(self):
+        import torch
+        for dt, w in [(torch.bfloat16, 3), (torch.float16, 3), (torch.float32, 3), (torch.float64, 6)]:
+            xs = [torch.tensor([1.0, 2.0, float("inf"), float("nan")], dtype=dt) for _ in range(w)]
+            got = self.dtorch.reference(xs, "avg")
+            s = self.dtorch.reference(xs)
+            want = (s.double() / w).to(dt)  # the quotient of the rounded sum, rounded once (exact through float64)
+            self.assertEqual(self.bits(got)[:3], self.bits(want)[:3], dt)
+            self.assertEqual(self.bits(got)[3] & 0xFFFF, 0x7FFF if dt in (torch.bfloat16, torch.float16) else 0xFFFF, dt)
+
+    def test_premul_sum(self):
+        import torch
+        x = [torch.tensor([3.0, -1.5], dtype=torch.bfloat16), torch.tensor([1.0, 0.25], dtype=torch.bfloat16)]
+        got = self.dtorch.reference(x, "premul_sum", factors=[0.5, torch.tensor(4.0, dtype=torch.bfloat16)])
+        self.assertEqual(got.tolist(), [1.5 + 4.0, -0.75 + 1.0])
+        # A factor rounds to the type first: 1/3 in bfloat16, then each product rounds once.
+        third = torch.tensor(1 / 3, dtype=torch.float32).to(torch.bfloat16)
+        y = [torch.tensor([3.0], dtype=torch.bfloat16)]
+        want = (torch.tensor([3.0]) * third.float()).to(torch.bfloat16) + torch.tensor(-0.0, dtype=torch.bfloat16)
+        self.assertEqual(self.bits(self.dtorch.reference(y, "premulsum", [1 / 3])), self.bits(want))
+        with self.assertRaises(ValueError):
+            self.dtorch.reference(x, "premul_sum")
+
+    def test_extremum_is_tree_extremum(self):
+        import torch
+        g = torch.Generator().manual_seed(5)
+        special = [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0xFFFF, 0x0001, 0x8001, 0x3F80]
+        for w in (1, 2, 3, 5):
+            cols = [torch.cat([torch.tensor(special, dtype=torch.int32), torch.randint(0, 1 << 16, (300,), generator=g, dtype=torch.int32)])
+                    for _ in range(w)]
+            for r in range(1, w):
+                cols[r][:len(special)] = torch.tensor(special[r:] + special[:r], dtype=torch.int32)
+            xs = [c.to(torch.int16).view(torch.bfloat16) for c in cols]
+            for op, largest in (("max", True), ("min", False)):
+                got = [v & 0xFFFF for v in self.bits(self.dtorch.reference(xs, op))]
+                leaves = [[int(v) & 0xFFFF for v in c] for c in cols]
+                want = [tree(list(col), lambda a, b: extremum(a, b, "bfloat16", largest)) for col in zip(*leaves)]
+                if w == 1:
+                    want = [extremum(v, v, "bfloat16", largest) for v in want]
+                self.assertEqual(got, want, (w, op))
+
+    def test_integers(self):
+        import torch
+        xs = [torch.tensor([100, -7, 127], dtype=torch.int8), torch.tensor([100, 2, 127], dtype=torch.int8)]
+        self.assertEqual(self.dtorch.reference(xs, "sum").tolist(), [-56, -5, -2])
+        self.assertEqual(self.dtorch.reference(xs, "avg").tolist(), [-28, -2, -1])
+        self.assertEqual(self.dtorch.reference(xs, "max").tolist(), [100, 2, 127])
+        u = [torch.tensor([250, 3], dtype=torch.uint8), torch.tensor([10, 4], dtype=torch.uint8)]
+        self.assertEqual(self.dtorch.reference(u, "sum").tolist(), [4, 7])
+        self.assertEqual(self.dtorch.reference(u, "min").tolist(), [10, 3])
+        with self.assertRaises(ValueError):
+            self.dtorch.reference(xs, "premul_sum", [1.0, 1.0])
 
 
 class LibraryTest(unittest.TestCase):
