@@ -11,7 +11,7 @@ import (
 // (cuda.BufferBytes of the capacity) and, from its first reduce-scatter
 // larger than the capacity, a gathering scratch of one capacity. The
 // capacity is chosen so that the two fit Settings.Memory. Reduce's ranks
-// other than the root write their sums, which nobody reads, into one
+// other than the root write their results, which nobody reads, into one
 // discard buffer per device that every communicator of the device shares:
 // concurrent writes of garbage into it are harmless.
 

@@ -25,7 +25,7 @@ const (
 type Setup int
 
 const (
-	// SetupLazy sets it up at its first sum reduction detcoll serves
+	// SetupLazy sets it up at its first reduction detcoll serves
 	// (the default: a communicator that never reduces costs nothing).
 	SetupLazy Setup = iota
 	// SetupAtInit sets it up when the real one is made (a blocking init

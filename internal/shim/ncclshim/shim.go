@@ -99,7 +99,7 @@ type Shim struct {
 
 	mu      sync.Mutex
 	comms   map[Handle]*comm // guarded by mu
-	discard map[int]region   // guarded by mu: per device, Reduce's sums off the root
+	discard map[int]region   // guarded by mu: per device, Reduce's results off the root
 	// gathering is the bytes of the communicators' reduce-scatter
 	// gathering memory now (the report's).
 	gathering atomic.Int64
@@ -136,7 +136,7 @@ type state int
 
 const (
 	pending  state = iota // not set up yet: at its first served reduction
-	served                // c.dc sums its reductions
+	served                // c.dc makes its reductions
 	unserved              // detcoll cannot serve it (c.why): its reductions are handed
 	broken                // the detcoll communicator failed (c.err): every reduction returns it
 )
