@@ -83,10 +83,11 @@ def reference(inputs, op="sum", factors=None):
     """detcoll's result of reducing the ranks' inputs (CPU or GPU tensors of
     one dtype, by rank) with op, element by element, computed without
     detcoll. op is one of OPERATORS (a torch.distributed.ReduceOp's name,
-    any case; "premulsum" too); factors[r] is rank r's PREMUL_SUM factor, a
-    Python float (rounded to the dtype as PyTorch's ncclScalarHostImmediate
-    factor is: through float32 for bfloat16 and float16) or a one-element
-    tensor of the dtype (its ncclScalarDevice factor). The float types:
+    any case; "premulsum" too); factors[r] is rank r's PREMUL_SUM factor as
+    given to torch.distributed._make_nccl_premul_sum, a Python float (an
+    ncclScalarHostImmediate factor) or a one-element tensor (an
+    ncclScalarDevice one), taken as NCCL reads what PyTorch hands it
+    (_factor: for bfloat16 that is not the factor). The float types:
 
     - sum: T with the dtype's add at every node (torch's CPU adds compute
       bfloat16 and float16 in float32 and round once, to nearest even),
@@ -144,14 +145,23 @@ def _wide():
 
 
 def _factor(f, dt):
-    """A PREMUL_SUM factor as one value of dt, as PyTorch gives it to NCCL."""
+    """A PREMUL_SUM factor as the one value of dt that NCCL, and detcoll
+    after it, reads from what PyTorch hands over: T(f) of the dtype's C
+    type T (float16: through float32). For bfloat16, PyTorch (2.11's
+    unpackPreMulSum<float, ncclBfloat16>) hands a float32, a host one or a
+    float32 tensor's address, and NCCL reads the element's first two bytes,
+    the float's low half, as the bfloat16 factor: a factor of 0.5 reads as
+    0, 0.7 as 2^-22 or so (measured under NCCL alone, the same bits as
+    through the library). A bfloat16 tensor is taken as it is."""
     import torch
 
     if isinstance(f, torch.Tensor):
-        return f.detach().cpu().reshape(()).to(dt)
-    if dt in (torch.bfloat16, torch.float16):
-        return torch.tensor(float(f), dtype=torch.float32).to(dt)  # T(double): through float
-    return torch.tensor(float(f), dtype=torch.float64).to(dt)
+        f = f.detach().cpu().reshape(1)
+    else:
+        f = torch.tensor([float(f)], dtype=torch.float32 if dt in (torch.bfloat16, torch.float16) else torch.float64)
+    if dt == torch.bfloat16 and f.dtype == torch.float32:
+        return f.view(torch.int16)[0:1].view(torch.bfloat16)[0]  # little endian: the low half
+    return f.to(dt)[0]
 
 
 def _sum_reference(xs):

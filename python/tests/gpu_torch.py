@@ -193,9 +193,13 @@ def main():
         """(name, ReduceOp, reference op, factors): AVG, MAX, MIN and
         PREMUL_SUM with a host factor (a Python float: NCCL's
         ncclScalarHostImmediate) and with a device one (a 0-dim CUDA tensor:
-        ncclScalarDevice), each rank its own."""
+        ncclScalarDevice), each rank its own. PyTorch takes a bfloat16
+        call's device factor as float32 (and NCCL reads its low half, as it
+        does of the float32 PyTorch hands it for a host one: the reference
+        says so)."""
         host = [1 / 3 + 0.0625 * r for r in range(world)]
-        device = torch.tensor(0.7 - 0.125 * rank, dtype=dt, device="cuda")
+        fdt = torch.float32 if dt == torch.bfloat16 else dt
+        device = torch.tensor(0.7 - 0.125 * rank, dtype=fdt, device="cuda")
         devices = gather_inputs(device.reshape(1))  # every rank's factor, as its bits
         return [("avg", dist.ReduceOp.AVG, "avg", None), ("max", dist.ReduceOp.MAX, "max", None),
                 ("min", dist.ReduceOp.MIN, "min", None),

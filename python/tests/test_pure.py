@@ -97,7 +97,7 @@ class ReferenceTest(unittest.TestCase):
         import torch
         xs = [torch.tensor([1.0, float("nan"), -0.0], dtype=torch.bfloat16), torch.tensor([2.0, 1.0, -0.0], dtype=torch.bfloat16)]
         self.assertEqual(self.bits(self.dtorch.reference(xs)), self.bits(self.dtorch.reference(xs, "SUM")))
-        self.assertEqual(self.bits(self.dtorch.reference(xs)), [0x4040, 0x7FFF, 0x8000])
+        self.assertEqual([v & 0xFFFF for v in self.bits(self.dtorch.reference(xs))], [0x4040, 0x7FFF, 0x8000])
 
     def test_avg(self):
         import torch
@@ -111,16 +111,28 @@ class ReferenceTest(unittest.TestCase):
 
     def test_premul_sum(self):
         import torch
-        x = [torch.tensor([3.0, -1.5], dtype=torch.bfloat16), torch.tensor([1.0, 0.25], dtype=torch.bfloat16)]
-        got = self.dtorch.reference(x, "premul_sum", factors=[0.5, torch.tensor(4.0, dtype=torch.bfloat16)])
+        x = [torch.tensor([3.0, -1.5], dtype=torch.float16), torch.tensor([1.0, 0.25], dtype=torch.float16)]
+        got = self.dtorch.reference(x, "premul_sum", factors=[0.5, torch.tensor(4.0, dtype=torch.float16)])
         self.assertEqual(got.tolist(), [1.5 + 4.0, -0.75 + 1.0])
-        # A factor rounds to the type first: 1/3 in bfloat16, then each product rounds once.
-        third = torch.tensor(1 / 3, dtype=torch.float32).to(torch.bfloat16)
-        y = [torch.tensor([3.0], dtype=torch.bfloat16)]
-        want = (torch.tensor([3.0]) * third.float()).to(torch.bfloat16) + torch.tensor(-0.0, dtype=torch.bfloat16)
+        # A factor rounds to the type first: 1/3 in float16, then each product rounds once.
+        third = torch.tensor(1 / 3, dtype=torch.float32).to(torch.float16)
+        y = [torch.tensor([3.0], dtype=torch.float16)]
+        want = (torch.tensor([3.0]) * third.float()).to(torch.float16)
         self.assertEqual(self.bits(self.dtorch.reference(y, "premulsum", [1 / 3])), self.bits(want))
         with self.assertRaises(ValueError):
             self.dtorch.reference(x, "premul_sum")
+
+    def test_premul_sum_bfloat16_as_nccl_reads_it(self):
+        import torch
+        # PyTorch hands NCCL a float32 for a bfloat16 factor, host or
+        # device; NCCL reads its low half. Measured with NCCL alone, W=1:
+        # 3.0 times 1/3, 0.5 and 0.7.
+        x = [torch.tensor([3.0], dtype=torch.bfloat16)]
+        for f, want in [(1 / 3, 0xAB80), (0.5, 0x0000), (0.7, 0x3406)]:
+            got = self.dtorch.reference(x, "premul_sum", [f])
+            self.assertEqual(self.bits(got)[0] & 0xFFFF, want, f)
+        got = self.dtorch.reference(x, "premul_sum", [torch.tensor(0.7, dtype=torch.float32)])
+        self.assertEqual(self.bits(got)[0] & 0xFFFF, 0x3406)
 
     def test_extremum_is_tree_extremum(self):
         import torch
