@@ -12,8 +12,8 @@ import (
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
-	"github.com/detcoll/detcoll/internal/core/settings"
 	ncclapi "github.com/detcoll/detcoll/internal/binding/nccl"
+	"github.com/detcoll/detcoll/internal/core/settings"
 )
 
 // The capabilities hier's schedule and Open look for.
