@@ -16,7 +16,7 @@ import (
 // hosts).
 func operatorCases() []Case {
 	return []Case{{Name: "OperatorsMatchReference", Worlds: []int{1, 2, 3, 4, 5, 8}, ShortWorlds: []int{1, 2, 3},
-		DeviceWorlds: []int{1, 2}, Limit: 5 * time.Minute, Rank: withMemory(operatorsRank)}}
+		DeviceWorlds: []int{1, 2, 4}, Limit: 5 * time.Minute, Rank: withMemory(operatorsRank)}}
 }
 
 // operatorsRank makes, for every operator and element type it takes and a
