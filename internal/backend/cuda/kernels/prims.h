@@ -21,16 +21,6 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
                                          u64 off, u64 nb, u64 g, u64 st) {
   constexpr u64 S = E::size, V = 16 / S;
   const u64 n = nb / S;
-  // The leaves, mirrors and scalars in registers: the stores' memory
-  // clobbers would reload them from shared memory at every vector.
-  u64 lf[kWorld], mr[kWorld], sc[kWorld];
-#pragma unroll
-  for (int p = 0; p < kWorld; p++) {
-    lf[p] = leaf[p];
-    mr[p] = mirrored ? mirror[p] : 0;
-    sc[p] = (C & DC_CALC_PRE) ? r.scale[p] : 0;
-  }
-  const Red rr{r.calc, r.world, sc};
   u64 head = n, nv = 0;
   if (((dst - off) & 15) == 0) {
     head = ((16 - (dst & 15)) & 15) / S;
@@ -38,13 +28,11 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
     nv = (n - head) / V;
   }
   auto one = [&](u64 i) {
-    const u64 v = tree_one<E, C>(rr, lf, off + i * S);
+    const u64 v = tree_one<E, C>(r, leaf, off + i * S);
     store_elem<S>(dst + i * S, v);
-    if (mirrored) {
-#pragma unroll
+    if (mirrored)
       for (int p = 0; p < kWorld; p++)
-        if (mr[p] != 0) store_elem<S>(mr[p] + off + i * S, v);
-    }
+        if (mirror[p] != 0) store_elem<S>(mirror[p] + off + i * S, v);
   };
   for (u64 i = g; i < head; i += st) one(i);
   const u64 vd = dst + head * S, vo = off + head * S;
@@ -54,25 +42,21 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
   for (; i + (U - 1) * st < nv; i += U * st) {
     V4 v[U];
 #pragma unroll
-    for (int j = 0; j < U; j++) v[j] = tree_vec<E, C>(rr, lf, vo + 16 * (i + j * st));
+    for (int j = 0; j < U; j++) v[j] = tree_vec<E, C>(r, leaf, vo + 16 * (i + j * st));
 #pragma unroll
     for (int j = 0; j < U; j++) {
       st_v4(vd + 16 * (i + j * st), v[j]);
-      if (mirrored) {
-#pragma unroll
+      if (mirrored)
         for (int p = 0; p < kWorld; p++)
-          if (mr[p] != 0) st_v4(mr[p] + vo + 16 * (i + j * st), v[j]);
-      }
+          if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * (i + j * st), v[j]);
     }
   }
   for (; i < nv; i += st) {
-    const V4 v = tree_vec<E, C>(rr, lf, vo + 16 * i);
+    const V4 v = tree_vec<E, C>(r, leaf, vo + 16 * i);
     st_v4(vd + 16 * i, v);
-    if (mirrored) {
-#pragma unroll
+    if (mirrored)
       for (int p = 0; p < kWorld; p++)
-        if (mr[p] != 0) st_v4(mr[p] + vo + 16 * i, v);
-    }
+        if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * i, v);
   }
   for (u64 i = head + nv * V + g; i < n; i += st) one(i);
 }

@@ -77,30 +77,16 @@ __device__ __forceinline__ u64 div_f64_bits(u64 a, u32 w) {
   return r;
 }
 
-// Word<N>::T is the unsigned word of an N-bit element's arithmetic.
-template <int N>
-struct Word {
-  typedef u32 T;
-};
-template <>
-struct Word<64> {
-  typedef u64 T;
-};
-
 // Max and min of floats on their bits, N bits wide: a NaN operand gives
 // nan; otherwise the operand larger (smaller) in the order of key, which
 // is the values' order with -0 below +0. The result is an operand, so
 // nothing rounds.
 template <int N>
 struct FloatOrder {
-  // In 32-bit words below 64 bits: a GPU has no 64-bit integer unit, so
-  // 64-bit compares and masks cost two or three instructions each.
-  typedef typename Word<N>::T U;
-  static constexpr U sign = (U)1 << (N - 1), mag = sign - 1, all = sign | mag;
-  __device__ static __forceinline__ U key(U v) { return (v & sign) ? ~v & all : v | sign; }
-  __device__ static __forceinline__ u64 pick(u64 x64, u64 y64, u64 inf, u64 nan, bool max) {
-    const U x = (U)x64, y = (U)y64;
-    if ((x & mag) > (U)inf || (y & mag) > (U)inf) return nan;
+  static constexpr u64 sign = 1ull << (N - 1), mag = sign - 1, all = sign | mag;
+  __device__ static __forceinline__ u64 key(u64 v) { return (v & sign) ? ~v & all : v | sign; }
+  __device__ static __forceinline__ u64 pick(u64 x, u64 y, u64 inf, u64 nan, bool max) {
+    if ((x & mag) > inf || (y & mag) > inf) return nan;
     return (key(x) > key(y)) == max ? x : y;
   }
 };
@@ -226,20 +212,14 @@ template <int N>
 struct Int {
   static constexpr int size = N;
   static constexpr bool reduces = true, floating = false;
-  // The arithmetic in 32-bit words below 8 bytes (FloatOrder says why).
-  typedef typename Word<8 * N>::T U;
-  static constexpr U mask = (U)(N == 8 ? ~0ull : (1ull << (8 * N)) - 1);
-  static constexpr int shift = 8 * (int)sizeof(U) - 8 * N;
+  static constexpr u64 mask = N == 8 ? ~0ull : (1ull << (8 * N)) - 1;
   __device__ static __forceinline__ long long sext(u64 v) {
-    if constexpr (N < 8) return (int)((u32)v << shift) >> shift;
-    return (long long)v;
+    return (long long)(v << (64 - 8 * N)) >> (64 - 8 * N);
   }
   __device__ static __forceinline__ bool less(const Red& r, u64 a, u64 b) {
-    if (!(r.calc & DC_CALC_SIGNED)) return ((U)a & mask) < ((U)b & mask);
-    if constexpr (N < 8) return (int)sext(a) < (int)sext(b);
-    return (long long)a < (long long)b;
+    return (r.calc & DC_CALC_SIGNED) ? sext(a) < sext(b) : (a & mask) < (b & mask);
   }
-  __device__ static __forceinline__ u64 add(const Red&, u64 a, u64 b) { return (U)((U)a + (U)b) & mask; }
+  __device__ static __forceinline__ u64 add(const Red&, u64 a, u64 b) { return (a + b) & mask; }
   __device__ static __forceinline__ u64 max(const Red& r, u64 a, u64 b) { return less(r, a, b) ? b : a; }
   __device__ static __forceinline__ u64 min(const Red& r, u64 a, u64 b) { return less(r, a, b) ? a : b; }
   __device__ static __forceinline__ u64 scale(const Red&, u64 a, u64) { return a; }  // refused by the host
@@ -291,28 +271,19 @@ struct Any {
 
 // ---- the operator over the lanes of 8 and 16 bytes ------------------------
 
-// lanes applies f to each element of a and b, 8 bytes of E's elements:
-// narrower elements a 32-bit word at a time (FloatOrder says why).
-template <class E, class F>
-__device__ __forceinline__ u32 lanes32(u32 a, u32 b, F f) {
-  constexpr int S = E::size;
-  if constexpr (S == 4) {
-    return (u32)f(a, b);
-  } else {
-    constexpr int B = 8 * S;
-    constexpr u32 M = (1u << B) - 1;
-    u32 r = 0;
-#pragma unroll
-    for (int i = 0; i < 4 / S; i++) r |= ((u32)f((a >> (B * i)) & M, (b >> (B * i)) & M) & M) << (B * i);
-    return r;
-  }
-}
+// lanes applies f to each element of a and b, 8 bytes of E's elements.
 template <class E, class F>
 __device__ __forceinline__ u64 lanes(u64 a, u64 b, F f) {
-  if constexpr (E::size == 8) {
+  constexpr int S = E::size;
+  if constexpr (S == 8) {
     return f(a, b);
   } else {
-    return lanes32<E>((u32)a, (u32)b, f) | (u64)lanes32<E>((u32)(a >> 32), (u32)(b >> 32), f) << 32;
+    constexpr int B = 8 * S;
+    constexpr u64 M = (1ull << B) - 1;
+    u64 r = 0;
+#pragma unroll
+    for (int i = 0; i < 8 / S; i++) r |= (f((a >> (B * i)) & M, (b >> (B * i)) & M) & M) << (B * i);
+    return r;
   }
 }
 

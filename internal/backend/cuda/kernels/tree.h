@@ -68,24 +68,16 @@ __device__ __forceinline__ u64 tree_regs(const Red& r, const u64* v) {
 // in the LL launch's registers; another operator through a call (its
 // values through memory), so that the LL launch's code holds one
 // unrolled tree, not five.
-// The values go by value: a pointer to them would keep the sum's too in
-// memory rather than in registers.
-struct Regs {
-  u64 v[kWorld];
-};
 template <class E, u32 C>
-__device__ __noinline__ u64 tree_regs_call(const Red r, const Regs v) {
-  return tree_regs<E, C>(r, v.v);
+__device__ __noinline__ u64 tree_regs_call(const Red r, const u64* v) {
+  return tree_regs<E, C>(r, v);
 }
 __device__ __forceinline__ u64 tree_regs_of(const Red& r, const u64* v) {
   u64 x = 0;
   if ((r.calc & kCalcOps) == 0) {
     DC_WITH_TYPE(r.calc, x = tree_regs<E, 0>(r, v));
   } else {
-    Regs regs;
-#pragma unroll
-    for (int p = 0; p < kWorld; p++) regs.v[p] = v[p];
-    DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, x = tree_regs_call<E, C>(r, regs)));
+    DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, x = tree_regs_call<E, C>(r, v)));
   }
   return x;
 }
