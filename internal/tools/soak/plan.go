@@ -74,8 +74,8 @@ type Call struct {
 	// buffer except for the *Many calls.
 	Counts []int
 	Root   int // of a broadcast
-	// Red is a reduction's operator (every operator on the cpu backend,
-	// Sum on cuda, which has only that so far).
+	// Red is a reduction's operator, drawn from every operator the
+	// element type takes.
 	Red num.RedOp
 	// InOff and OutOff are the elements between the 64-byte aligned start
 	// of the input and output buffers (after the guard bytes) and the
