@@ -221,3 +221,65 @@ func TestLaunchShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestCalcOf: what a reducing launch is told it computes, per operator
+// and element type: the node operator, premulsum's leaves, avg's root,
+// the integers' sign, and the type by its width.
+func TestCalcOf(t *testing.T) {
+	for _, c := range []struct {
+		red  num.RedOp
+		dt   num.DType
+		want uint32
+	}{
+		{num.Sum, num.BFloat16Type, typeBF16 << calcTypeShift},
+		{num.Sum, num.Float16Type, typeF16 << calcTypeShift},
+		{num.Max, num.Float32Type, calcMax | typeF32<<calcTypeShift},
+		{num.Min, num.Float64Type, calcMin | typeF64<<calcTypeShift},
+		{num.PreMulSum, num.BFloat16Type, calcPre | typeBF16<<calcTypeShift},
+		{num.Avg, num.Float32Type, calcPost | typeF32<<calcTypeShift},
+		{num.Sum, num.Int8Type, calcSigned | typeI8<<calcTypeShift},
+		{num.Max, num.Uint8Type, calcMax | typeI8<<calcTypeShift},
+		{num.Min, num.Int16Type, calcMin | calcSigned | typeI16<<calcTypeShift},
+		{num.Avg, num.Uint16Type, calcPost | typeI16<<calcTypeShift},
+		{num.Avg, num.Int32Type, calcPost | calcSigned | typeI32<<calcTypeShift},
+		{num.Max, num.Uint32Type, calcMax | typeI32<<calcTypeShift},
+		{num.Min, num.Int64Type, calcMin | calcSigned | typeI64<<calcTypeShift},
+		{num.Sum, num.Uint64Type, typeI64 << calcTypeShift},
+	} {
+		if got := calcOf(c.red, c.dt); got != c.want {
+			t.Errorf("calcOf(%v, %v) = %#x; want %#x", c.red, c.dt, got, c.want)
+		}
+	}
+	// Every type that reduces has a kernel type; the node operators fit
+	// in calcNode, apart from the flags.
+	for dt := num.BFloat16Type; dt <= num.Uint64Type; dt++ {
+		if calcOf(num.Sum, dt)>>calcTypeShift&15 == 0 {
+			t.Errorf("%v: no kernel type", dt)
+		}
+	}
+	if calcMax&^calcNode != 0 || calcMin&^calcNode != 0 || calcNode&(calcPre|calcPost|calcSigned) != 0 {
+		t.Errorf("the node operators and the flags overlap")
+	}
+}
+
+// TestPlanReductionsTakeTheReducingKernel: every reduction's compute
+// launches run dc_reduce, whatever its type and operator; the gathers and
+// the staging copies run dc_copy.
+func TestPlanReductionsTakeTheReducingKernel(t *testing.T) {
+	p := testPlanner(0, 2)
+	for dt := num.BFloat16Type; dt <= num.Uint64Type; dt++ {
+		n := 1000 * dt.Size()
+		req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Red: num.Max,
+			In: []base.DeviceBuf{{Addr: 1 << 20, Len: n}}, Out: []base.DeviceBuf{{Addr: 2 << 20, Len: n}}}
+		steps := p.plan(req)
+		if len(steps) != 1 || steps[0].kernel != kernelReduce {
+			t.Errorf("AllReduce of %v: %d launches, the first on kernel %d; want one on dc_reduce", dt, len(steps), steps[0].kernel)
+		}
+		req.Op = base.OpAllGather
+		for _, s := range p.plan(req) {
+			if s.kernel != kernelCopy {
+				t.Errorf("AllGather of %v: a launch on kernel %d; want dc_copy", dt, s.kernel)
+			}
+		}
+	}
+}
