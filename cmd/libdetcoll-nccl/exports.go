@@ -198,8 +198,13 @@ func dcgo_premul_create(comm C.uintptr_t, op C.int, host unsafe.Pointer, at C.ui
 }
 
 //export dcgo_premul_destroy
-func dcgo_premul_destroy(comm C.uintptr_t, op C.int) {
-	withShim(func(s *ncclshim.Shim) C.int { s.DestroyRedOp(ncclshim.Handle(comm), nccl.RedOp(op)); return 0 })
+func dcgo_premul_destroy(comm C.uintptr_t, op C.int, group C.uint64_t) C.int {
+	return withShim(func(s *ncclshim.Shim) C.int {
+		if s.DestroyRedOp(ncclshim.Handle(comm), nccl.RedOp(op), uint64(group)) {
+			return 1
+		}
+		return 0
+	})
 }
 
 // dcgo_group_end is the shim's part of a group's end (phase 0 before the
@@ -268,6 +273,10 @@ type realNCCL struct{}
 
 func (realNCCL) AllGather(h ncclshim.Handle, send, recv uintptr, n int, s uintptr) nccl.Result {
 	return nccl.Result(C.dc_real_allgather(C.uintptr_t(h), C.uintptr_t(send), C.uintptr_t(recv), C.size_t(n), C.uintptr_t(s)))
+}
+
+func (realNCCL) RedOpDestroy(h ncclshim.Handle, op nccl.RedOp) nccl.Result {
+	return nccl.Result(C.dc_real_redop_destroy(C.uintptr_t(h), C.int(op)))
 }
 
 func (realNCCL) Reduction(c ncclshim.Call) nccl.Result {

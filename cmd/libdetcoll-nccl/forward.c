@@ -366,7 +366,9 @@ DC_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, n
 
 DC_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   DC_MISSING(ncclRedOpDestroy);
-  dcgo_premul_destroy((uintptr_t)comm, op);
+  // Inside a group, an operator a deferred call takes is destroyed by the
+  // Go side after the group's calls (premul.go, DestroyRedOp).
+  if (dcgo_premul_destroy((uintptr_t)comm, op, in_group()) == 1) return ncclSuccess;
   return theirs(real.ncclRedOpDestroy(op, comm));
 }
 
@@ -477,6 +479,11 @@ int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, 
   if (!real_ok()) return ncclSystemError;
   // Bytes: ncclUint8 (1).
   return real.ncclAllGather((const void*)send, (void*)recv, n, 1, (ncclComm_t)comm, (cudaStream_t)stream);
+}
+
+int dc_real_redop_destroy(uintptr_t comm, int op) {
+  if (!real_ok()) return ncclSystemError;
+  return theirs(real.ncclRedOpDestroy(op, (ncclComm_t)comm));
 }
 
 int dc_real_reduction(int kind, uintptr_t send, uintptr_t recv, size_t count, int dt, int op, int root,

@@ -53,6 +53,7 @@ typedef struct ncclDevCommRequirements ncclDevCommRequirements_t;
 int dc_real_allgather(uintptr_t comm, uintptr_t send, uintptr_t recv, size_t n, uintptr_t stream);
 int dc_real_reduction(int kind, uintptr_t send, uintptr_t recv, size_t count, int dt, int op, int root,
                       uintptr_t comm, uintptr_t stream);
+int dc_real_redop_destroy(uintptr_t comm, int op);
 int dc_pass_count(int i, const char** name, uint64_t* calls);  // 0 past the last
 double dc_boundary_us(void);  // the mean time of a reduction the Go side made, in the C function
 int dc_real_comm_query(uintptr_t comm, int what, int* out);  // what: 0 count, 1 user rank, 2 device, 3 async error

@@ -215,6 +215,11 @@ func (f fakeRank) CopyAsync(dst, src uintptr, n int, s uintptr) error {
 	return nil
 }
 
+func (f fakeRank) RedOpDestroy(h Handle, op nccl.RedOp) nccl.Result {
+	f.j.events[f.r].add("real destroy %#x %v", h, op)
+	return nccl.Success
+}
+
 func (f fakeRank) Reduction(c Call) nccl.Result {
 	f.j.events[f.r].add("real %v %#x %#x %d %v %v %#x", c.Kind, c.Send, c.Recv, c.Count, c.DType, c.Op, c.Stream)
 	return nccl.Success

@@ -35,6 +35,17 @@ import (
 type groups struct {
 	mu    sync.Mutex
 	calls map[uint64][]*pendingCall
+	// destroys are the PreMulSum operators destroyed inside a group that
+	// one of its deferred calls takes: the real NCCL destroys them after
+	// the group's calls ran, since any of them may yet be handed to it
+	// (DestroyRedOp).
+	destroys map[uint64][]groupOp
+}
+
+// groupOp is an operator of a communicator.
+type groupOp struct {
+	h  Handle
+	op nccl.RedOp
 }
 
 // pendingCall is a deferred call; forked says its side stream forked from
@@ -68,9 +79,43 @@ func (g *groups) take(group uint64) []*pendingCall {
 	return calls
 }
 
+// destroyLater keeps op of h for the real NCCL to destroy at group's end,
+// if a deferred call of the group takes it, and reports whether it does.
+func (g *groups) destroyLater(group uint64, h Handle, op nccl.RedOp) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, p := range g.calls[group] {
+		if p.call.Comm == h && p.call.Op == op {
+			if g.destroys == nil {
+				g.destroys = map[uint64][]groupOp{}
+			}
+			g.destroys[group] = append(g.destroys[group], groupOp{h, op})
+			return true
+		}
+	}
+	return false
+}
+
+// destroyDeferred has the real NCCL destroy the operators destroyed inside
+// group, once its calls ran (or were dropped).
+func (s *Shim) destroyDeferred(group uint64) {
+	s.groups.mu.Lock()
+	ops := s.groups.destroys[group]
+	delete(s.groups.destroys, group)
+	s.groups.mu.Unlock()
+	for _, d := range ops {
+		if r := s.real.RedOpDestroy(d.h, d.op); r != nccl.Success {
+			s.fail(fmt.Errorf("detcoll: ncclRedOpDestroy(%d) after the group's end: %v", int(d.op), r))
+		}
+	}
+}
+
 // GroupDrop forgets a group's deferred calls: ncclGroupSimulateEnd ends
 // a group without running it.
-func (s *Shim) GroupDrop(group uint64) { s.groups.take(group) }
+func (s *Shim) GroupDrop(group uint64) {
+	s.groups.take(group)
+	s.destroyDeferred(group)
+}
 
 // GroupEnd is the shim's part of the outermost ncclGroupEnd of group:
 // phase 0 before the real one, phase 1 after it. forwarded says the
@@ -82,7 +127,9 @@ func (s *Shim) GroupEnd(group uint64, phase int, forwarded bool) (nccl.Result, b
 	if phase == 0 {
 		calls := s.groups.get(group)
 		if !forwarded && allServed(calls) {
-			return s.runGroup(s.groups.take(group)), false
+			r := s.runGroup(s.groups.take(group))
+			s.destroyDeferred(group)
+			return r, false
 		}
 		if forwarded {
 			for _, p := range calls {
@@ -96,7 +143,9 @@ func (s *Shim) GroupEnd(group uint64, phase int, forwarded bool) (nccl.Result, b
 		}
 		return nccl.Success, len(calls) > 0
 	}
-	return s.runGroup(s.groups.take(group)), false
+	r := s.runGroup(s.groups.take(group))
+	s.destroyDeferred(group)
+	return r, false
 }
 
 // allServed reports whether every call's communicator is served now.

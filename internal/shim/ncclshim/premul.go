@@ -92,16 +92,26 @@ func (s *Shim) CreatePreMulSum(h Handle, op nccl.RedOp, dt nccl.DataType, reside
 	c.premuls[op] = p
 }
 
-// DestroyRedOp forgets op of h: ncclRedOpDestroy, before the real NCCL
-// destroys it (and may hand its number to the next operator made).
-func (s *Shim) DestroyRedOp(h Handle, op nccl.RedOp) {
+// DestroyRedOp forgets op of h: ncclRedOpDestroy, made inside group (0:
+// none). It reports whether the shim destroys the real NCCL's op itself,
+// later: NCCL lets an operator be destroyed as soon as the call that takes
+// it returns, but a call the shim deferred to its group's end may still be
+// handed to the real NCCL there (its communicator's setup failing), with
+// the op's number, which must name this operator then, not a freed or
+// reused one. Otherwise the caller destroys it now (and NCCL may hand its
+// number to the next operator made).
+func (s *Shim) DestroyRedOp(h Handle, op nccl.RedOp, group uint64) (later bool) {
+	if group != 0 {
+		later = s.groups.destroyLater(group, h, op)
+	}
 	c := s.lookup(h)
 	if c == nil {
-		return
+		return later
 	}
 	c.opsMu.Lock()
 	defer c.opsMu.Unlock()
 	delete(c.premuls, op)
+	return later
 }
 
 // premulOf is c's operator op, or nil.

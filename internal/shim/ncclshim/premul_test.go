@@ -86,7 +86,9 @@ func TestPreMulSumHanded(t *testing.T) {
 		sh.CreatePreMulSum(1, 6, nccl.Float32, ScalarHostImmediate, le32(math.Float32bits(0.5)), 0)
 		sh.CreatePreMulSum(1, 7, nccl.Int32, ScalarHostImmediate, nil, 0)
 		sh.CreatePreMulSum(99, 8, nccl.Float32, ScalarHostImmediate, le32(math.Float32bits(0.5)), 0) // no such communicator
-		sh.DestroyRedOp(1, 6)
+		if sh.DestroyRedOp(1, 6, 0) {
+			t.Errorf("mode %d: a destroy outside a group taken over", mode)
+		}
 		call := func(dt nccl.DataType, op nccl.RedOp) Call {
 			return Call{Kind: AllReduce, Send: 0x1000, Recv: 0x1000, Count: 4, DType: dt, Op: op, Comm: 1}
 		}
@@ -137,12 +139,51 @@ func TestPreMulSumGroup(t *testing.T) {
 	if res, v := sh.Do(call, group); res != nccl.Success || v != Deferred {
 		t.Fatalf("in a group: %d, verdict %v; want deferred", res, v)
 	}
-	sh.DestroyRedOp(1, 5)
+	if !sh.DestroyRedOp(1, 5, group) {
+		t.Errorf("the destroy of an operator a deferred call takes: not kept for the group's end")
+	}
+	if sh.DestroyRedOp(1, 7, group) {
+		t.Errorf("the destroy of an operator no deferred call takes: kept for the group's end")
+	}
 	if r, _ := sh.GroupEnd(group, 0, false); r != nccl.Success {
 		t.Fatalf("GroupEnd = %d (%s)", r, sh.LastError())
 	}
 	if got := fc.opLog(); !slices.Equal(got, []detcoll.RedOp{detcoll.PreMulSum(0.125)}) {
 		t.Errorf("detcoll got %v; want PreMulSum(0.125)", got)
+	}
+	if !slices.Contains(events(sh), "real destroy 0x1 ncclRedOp(5)") {
+		t.Errorf("the real NCCL's destroy after the group: missing from %q", events(sh))
+	}
+}
+
+// TestPreMulSumGroupHanded: a deferred call that is handed to the real
+// NCCL at its group's end (its communicator could not be served) names
+// an operator the real NCCL still has: the destroy made inside the group
+// reaches NCCL after the call, not before.
+func TestPreMulSumGroupHanded(t *testing.T) {
+	sh, _ := servedShim(t, 2, 0, testSettings())
+	sh.CreatePreMulSum(1, 5, nccl.Float32, ScalarHostImmediate, le32(math.Float32bits(0.5)), 0)
+	const group = 4
+	call := Call{Kind: AllReduce, Send: 0x1000, Recv: 0x2000, Count: 4, DType: nccl.Float32, Op: 5, Comm: 1, Stream: 0xa}
+	if res, v := sh.Do(call, group); res != nccl.Success || v != Deferred {
+		t.Fatalf("in a group: %d, verdict %v; want deferred", res, v)
+	}
+	if !sh.DestroyRedOp(1, 5, group) {
+		t.Fatalf("the destroy of an operator a deferred call takes: not kept for the group's end")
+	}
+	c := sh.comms[1]
+	c.mu.Lock()
+	c.state, c.why = unserved, "a test's"
+	c.mu.Unlock()
+	r, more := sh.GroupEnd(group, 0, false)
+	if r == nccl.Success && more {
+		r, _ = sh.GroupEnd(group, 1, false)
+	}
+	ev := events(sh)
+	handed := slices.IndexFunc(ev, func(e string) bool { return strings.HasPrefix(e, "real AllReduce") })
+	destroyed := slices.Index(ev, "real destroy 0x1 ncclRedOp(5)")
+	if handed < 0 || destroyed < 0 || destroyed < handed {
+		t.Errorf("GroupEnd = %d; events %q: want the handed call, then the real destroy", r, ev)
 	}
 }
 

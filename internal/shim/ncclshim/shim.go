@@ -23,6 +23,10 @@ type Real interface {
 	// Reduction makes a reduction call with the real NCCL: one that was
 	// deferred to the end of its group and then could not be served.
 	Reduction(c Call) nccl.Result
+	// RedOpDestroy is NCCL's ncclRedOpDestroy of op on h: an operator
+	// destroyed inside a group whose deferred call takes it, destroyed
+	// once the group's calls ran (groups.destroyLater).
+	RedOpDestroy(h Handle, op nccl.RedOp) nccl.Result
 	CommCount(h Handle) (int, nccl.Result)
 	CommUserRank(h Handle) (int, nccl.Result)
 	CommCuDevice(h Handle) (int, nccl.Result)
