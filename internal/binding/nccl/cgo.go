@@ -17,13 +17,15 @@ typedef struct { char internal[128]; } dcn_uid;
 #define DCN_NOT_LOADED (-1)
 
 // Symbols in resolution order. Those before DCN_REQUIRED must resolve;
-// ncclGetLastError (NCCL 2.13 and later) is optional.
+// ncclGetLastError (NCCL 2.13 and later) and the PreMulSum operators'
+// (2.11 and later) are optional.
 enum {
   DCN_GetVersion, DCN_GetUniqueId, DCN_CommInitRank, DCN_CommDestroy, DCN_CommAbort,
   DCN_AllReduce, DCN_ReduceScatter, DCN_AllGather, DCN_Broadcast, DCN_GroupStart,
   DCN_GroupEnd, DCN_GetErrorString, DCN_CommGetAsyncError, DCN_Send, DCN_Recv,
   DCN_REQUIRED,
   DCN_GetLastError = DCN_REQUIRED,
+  DCN_RedOpCreatePreMulSum, DCN_RedOpDestroy,
   DCN_COUNT
 };
 
@@ -31,6 +33,7 @@ static const char* const dcn_names[DCN_COUNT] = {
   "ncclGetVersion", "ncclGetUniqueId", "ncclCommInitRank", "ncclCommDestroy", "ncclCommAbort",
   "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclBroadcast", "ncclGroupStart",
   "ncclGroupEnd", "ncclGetErrorString", "ncclCommGetAsyncError", "ncclSend", "ncclRecv", "ncclGetLastError",
+  "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
 };
 
 // Filled by Load (under its mutex) and read by the shims.
@@ -106,6 +109,17 @@ static dcn_result dcn_p2p(int which, unsigned long long buf, size_t count, int d
   dcn_result (*f)(void*, size_t, int, int, uintptr_t, uintptr_t) =
       (dcn_result (*)(void*, size_t, int, int, uintptr_t, uintptr_t))dcn_slots[which];
   return f ? f((void*)(uintptr_t)buf, count, dt, peer, comm, stream) : DCN_NOT_LOADED;
+}
+// ncclScalarHostImmediate: the factor is read from host memory at creation.
+#define DCN_SCALAR_HOST_IMMEDIATE 1
+static dcn_result dcn_redOpCreatePreMulSum(int* op, void* scalar, int dt, uintptr_t comm) {
+  dcn_result (*f)(int*, void*, int, int, uintptr_t) =
+      (dcn_result (*)(int*, void*, int, int, uintptr_t))dcn_slots[DCN_RedOpCreatePreMulSum];
+  return f ? f(op, scalar, dt, DCN_SCALAR_HOST_IMMEDIATE, comm) : DCN_NOT_LOADED;
+}
+static dcn_result dcn_redOpDestroy(int op, uintptr_t comm) {
+  dcn_result (*f)(int, uintptr_t) = (dcn_result (*)(int, uintptr_t))dcn_slots[DCN_RedOpDestroy];
+  return f ? f(op, comm) : DCN_NOT_LOADED;
 }
 static dcn_result dcn_commGetAsyncError(uintptr_t comm, dcn_result* async) {
   dcn_result (*f)(uintptr_t, dcn_result*) = (dcn_result (*)(uintptr_t, dcn_result*))dcn_slots[DCN_CommGetAsyncError];
@@ -331,6 +345,32 @@ func (c Comm) Broadcast(send, recv driver.DevicePtr, count int, dt DataType, roo
 		C.uintptr_t(c), C.uintptr_t(s))
 	if r != 0 {
 		return ncclErr(r, c, call, send, recv, count, dt, root, uintptr(s))
+	}
+	return nil
+}
+
+// CreatePreMulSum makes NCCL's pre-multiplied sum on c for dt, with this
+// rank's factor scalar: one element of dt, read now
+// (ncclScalarHostImmediate). Destroy it with DestroyRedOp once no queued
+// call takes it any more.
+func (c Comm) CreatePreMulSum(scalar []byte, dt DataType) (RedOp, error) {
+	const call = "ncclRedOpCreatePreMulSum"
+	if len(scalar) == 0 || len(scalar) > 8 {
+		return 0, fmt.Errorf("detcoll/nccl: %s: a factor of %d bytes", call, len(scalar))
+	}
+	var b [8]byte
+	copy(b[:], scalar) // Go memory: NCCL copies the factor during the call
+	var op C.int
+	if r := C.dcn_redOpCreatePreMulSum(&op, unsafe.Pointer(&b[0]), C.int(dt), C.uintptr_t(c)); r != 0 {
+		return 0, ncclErr(r, c, call, dt, uintptr(c))
+	}
+	return RedOp(op), nil
+}
+
+// DestroyRedOp destroys an operator CreatePreMulSum made on c.
+func (c Comm) DestroyRedOp(op RedOp) error {
+	if r := C.dcn_redOpDestroy(C.int(op), C.uintptr_t(c)); r != 0 {
+		return ncclErr(r, c, "ncclRedOpDestroy", op, uintptr(c))
 	}
 	return nil
 }

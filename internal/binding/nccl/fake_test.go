@@ -84,6 +84,17 @@ int ncclRecv(void* b, size_t n, int dt, int peer, uintptr_t c, uintptr_t st) {
   return 0;
 }
 
+// A float32 factor of 0.75 (0x3f400000), read at creation: NCCL's first
+// dynamic operator is ncclNumOps (5).
+int ncclRedOpCreatePreMulSum(int* op, void* scalar, int dt, int residence, uintptr_t c) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= (uint32_t)((unsigned char*)scalar)[i] << (8 * i);
+  if (v != 0x3f400000 || dt != 7 || residence != 1 || c != COMM) FAIL("premulsum %#x %d %d", v, dt, residence);
+  *op = 5;
+  return 0;
+}
+int ncclRedOpDestroy(int op, uintptr_t c) { if (op != 5 || c != COMM) FAIL("destroy op %d", op); return 0; }
+
 static int depth;
 int ncclGroupStart(void) { depth++; return 0; }
 int ncclGroupEnd(void) { if (depth == 0) FAIL("group end without start"); depth--; return 0; }
@@ -173,7 +184,12 @@ func TestNCCLFakeChild(t *testing.T) {
 	if err != nil || comm != 0xC0FFEE0 {
 		t.Fatalf("CommInitRank = %#x, %v; want 0xc0ffee0", uintptr(comm), err)
 	}
+	op, err := comm.CreatePreMulSum([]byte{0x00, 0x00, 0x40, 0x3f}, Float32)
+	if err != nil || op != 5 {
+		t.Errorf("CreatePreMulSum = %v, %v; want ncclRedOp(5)", op, err)
+	}
 	for name, err := range map[string]error{
+		"DestroyRedOp":  comm.DestroyRedOp(op),
 		"GroupStart":    GroupStart(),
 		"AllReduce":     comm.AllReduce(0x1110, 0x2220, 5, Float32, Max, 0x3330),
 		"ReduceScatter": comm.ReduceScatter(0x1111, 0x2221, 6, Bfloat16, Sum, 0x3331),

@@ -64,6 +64,14 @@ func (c Comm) Broadcast(send, recv driver.DevicePtr, count int, dt DataType, roo
 	return stub("nccl.Comm.Broadcast")
 }
 
+// CreatePreMulSum always fails in this build.
+func (c Comm) CreatePreMulSum(scalar []byte, dt DataType) (RedOp, error) {
+	return 0, stub("nccl.Comm.CreatePreMulSum")
+}
+
+// DestroyRedOp always fails in this build.
+func (c Comm) DestroyRedOp(op RedOp) error { return stub("nccl.Comm.DestroyRedOp") }
+
 // Send always fails in this build.
 func (c Comm) Send(buf driver.DevicePtr, count int, dt DataType, peer int, s driver.Stream) error {
 	return stub("nccl.Comm.Send")

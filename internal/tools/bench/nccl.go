@@ -11,6 +11,7 @@ import (
 	"github.com/detcoll/detcoll/internal/binding/driver"
 	"github.com/detcoll/detcoll/internal/binding/nccl"
 	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/testkit/check"
 	"github.com/detcoll/detcoll/internal/tools/report"
 )
 
@@ -91,6 +92,9 @@ type NCCL struct {
 	env      []string // NCCL_* variables when the communicator was made
 	lib      string
 	disposed bool // comm destroyed or aborted
+	// premuls are NCCL's PreMulSum operators of this rank's factor, one
+	// per element type, made at the first call that takes one.
+	premuls map[nccl.DataType]nccl.RedOp
 }
 
 // NewNCCL makes this rank's NCCL communicator of world ranks on the CUDA
@@ -145,6 +149,9 @@ func (n *NCCL) Describe(m *report.Meta) {
 	m.Notes = append(m.Notes,
 		fmt.Sprintf("NCCL %s (%s) with %s; NCCL_* environment at init: %s", n.version, n.lib, settings, env),
 		"NCCL: called directly on a non-blocking stream of the same primary context, out of place; its barrier is an ncclAllReduce (max) of one int32 and a stream synchronisation; all_gather_many and reduce_scatter_many are one call per buffer inside ncclGroupStart/End")
+	if m.Reduction == num.PreMulSum.String() {
+		m.Notes = append(m.Notes, "NCCL's premulsum: an operator of ncclRedOpCreatePreMulSum per rank with the rank's factor in host memory, the factor detcoll's side takes")
+	}
 }
 
 // Prepare allocates op's device buffers at s, copies the input in and
@@ -160,19 +167,24 @@ func (n *NCCL) Prepare(op Op, s Shape, input []byte) error {
 	}
 	inLens, outLens := Parts(op, s)
 	size, comm, st := s.DType.Size(), n.comm, n.g.s
+	red, err := n.redOp(s, t)
+	if err != nil {
+		n.g.release()
+		return err
+	}
 	var call func() error
 	switch op {
 	case AllReduce:
-		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, ncclOp(s.Red), st) }
+		call = func() error { return comm.AllReduce(ins[0], outs[0], s.Elements(), t, red, st) }
 	case ReduceScatter:
-		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, ncclOp(s.Red), st) }
+		call = func() error { return comm.ReduceScatter(ins[0], outs[0], outLens[0]/size, t, red, st) }
 	case AllGather:
 		call = func() error { return comm.AllGather(ins[0], outs[0], inLens[0]/size, t, st) }
 	case AllGatherMany:
 		call = grouped(len(ins), func(k int) error { return comm.AllGather(ins[k], outs[k], inLens[k]/size, t, st) })
 	case ReduceScatterMany:
 		call = grouped(len(ins), func(k int) error {
-			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, ncclOp(s.Red), st)
+			return comm.ReduceScatter(ins[k], outs[k], outLens[k]/size, t, red, st)
 		})
 	case Broadcast:
 		buf := outs[0]
@@ -239,6 +251,9 @@ func (n *NCCL) Close() error {
 	}
 	var err error
 	if n.comm != 0 && !n.disposed {
+		for _, op := range n.premuls {
+			n.comm.DestroyRedOp(op)
+		}
 		err = n.comm.Destroy()
 		n.disposed = true
 	}
@@ -250,9 +265,29 @@ func (n *NCCL) Close() error {
 	return err
 }
 
-// ncclOp is NCCL's operator timed against red: its own for Avg, Max and
-// Min, and its sum for PreMulSum (whose operator NCCL makes per
-// communicator and scalar: the report says the reference sums).
+// redOp is NCCL's operator timed against s's: its own for Avg, Max and
+// Min; for PreMulSum one NCCL makes with this rank's factor (the one
+// detcoll's side takes, check.PremulFactor), in host memory.
+func (n *NCCL) redOp(s Shape, t nccl.DataType) (nccl.RedOp, error) {
+	if s.Red != num.PreMulSum {
+		return ncclOp(s.Red), nil
+	}
+	if op, ok := n.premuls[t]; ok {
+		return op, nil
+	}
+	op, err := n.comm.CreatePreMulSum(check.ScalarBytes(s.DType, check.PremulFactor(s.Rank)), t)
+	if err != nil {
+		return 0, fmt.Errorf("bench: NCCL side: %w", err)
+	}
+	if n.premuls == nil {
+		n.premuls = map[nccl.DataType]nccl.RedOp{}
+	}
+	n.premuls[t] = op
+	return op, nil
+}
+
+// ncclOp is NCCL's built-in operator timed against red: its own for Avg,
+// Max and Min, else its sum.
 func ncclOp(red num.RedOp) nccl.RedOp {
 	switch red {
 	case num.Avg:
