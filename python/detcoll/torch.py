@@ -226,14 +226,15 @@ def _int_reference(xs, name):
     return torch.tensor(out, dtype=signed).view(xs[0].dtype)
 
 
-def verify(sizes=(1, 7, 1000, 65536, 1 << 20), dtypes=None, group=None, seed=1, nans=True):
-    """Checks on this machine that dist.all_reduce(SUM) is detcoll's: every
-    rank's result equals the reference tree (reference()) bit for bit over
-    all ranks' inputs, the same rows summed inside a larger tensor at an
-    offset give the same bits, and a repeated call too. Call it on every
-    rank after init_process_group("nccl"). It returns a list of rows
-    (dtype, size, what held) and raises AssertionError at the first
-    difference, naming the element."""
+def verify(sizes=(1, 7, 1000, 65536, 1 << 20), dtypes=None, group=None, seed=1, nans=True, ops=("sum",)):
+    """Checks on this machine that dist.all_reduce with each of ops (SUM by
+    default; "avg", "max" and "min" too) is detcoll's: every rank's result
+    equals the reference (reference()) bit for bit over all ranks' inputs,
+    the same rows reduced inside a larger tensor at an offset give the same
+    bits, and a repeated call too. Call it on every rank after
+    init_process_group("nccl"). It returns a list of rows (dtype, size,
+    what held) and raises AssertionError at the first difference, naming
+    the element."""
     import torch
     import torch.distributed as dist
 
@@ -241,27 +242,30 @@ def verify(sizes=(1, 7, 1000, 65536, 1 << 20), dtypes=None, group=None, seed=1, 
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     dev = torch.device("cuda", torch.cuda.current_device())
     rows = []
-    for dt in dtypes:
-        for n in sizes:
-            g = torch.Generator().manual_seed(seed * 1000003 + n * 31 + rank)
-            x = (torch.randn(n, generator=g, dtype=torch.float64) * 4).to(dt)
-            if nans and n > 3:
-                x[3] = float("nan")
-            everyone = [torch.empty(n, dtype=dt, device=dev) for _ in range(world)]
-            dist.all_gather(everyone, x.to(dev), group=group)  # bytes, exact
-            want = _int_view(reference(everyone))
-            got = x.to(dev)
-            dist.all_reduce(got, group=group)
-            _same(_int_view(got.cpu()), want, f"{dt} n={n}: all_reduce against the reference tree")
-            # The same rows at an offset inside a larger tensor, and again.
-            big = torch.randn(n + 37, generator=g, dtype=torch.float64).to(dt).to(dev)
-            big[5:5 + n] = x.to(dev)
-            dist.all_reduce(big, group=group)
-            _same(_int_view(big[5:5 + n].cpu()), want, f"{dt} n={n}: inside a tensor of {n + 37} at offset 5")
-            again = x.to(dev)
-            dist.all_reduce(again, group=group)
-            _same(_int_view(again.cpu()), want, f"{dt} n={n}: a repeated call")
-            rows.append((str(dt), n, "reference, offset and repeat bit-equal"))
+    for op in ops:
+        red = getattr(dist.ReduceOp, op.upper())
+        for dt in dtypes:
+            for n in sizes:
+                g = torch.Generator().manual_seed(seed * 1000003 + n * 31 + rank)
+                x = (torch.randn(n, generator=g, dtype=torch.float64) * 4).to(dt)
+                if nans and n > 3:
+                    x[3] = float("nan")
+                everyone = [torch.empty(n, dtype=dt, device=dev) for _ in range(world)]
+                dist.all_gather(everyone, x.to(dev), group=group)  # bytes, exact
+                want = _int_view(reference(everyone, op=op))
+                what = f"{op} {dt} n={n}"
+                got = x.to(dev)
+                dist.all_reduce(got, op=red, group=group)
+                _same(_int_view(got.cpu()), want, f"{what}: all_reduce against the reference tree")
+                # The same rows at an offset inside a larger tensor, and again.
+                big = torch.randn(n + 37, generator=g, dtype=torch.float64).to(dt).to(dev)
+                big[5:5 + n] = x.to(dev)
+                dist.all_reduce(big, op=red, group=group)
+                _same(_int_view(big[5:5 + n].cpu()), want, f"{what}: inside a tensor of {n + 37} at offset 5")
+                again = x.to(dev)
+                dist.all_reduce(again, op=red, group=group)
+                _same(_int_view(again.cpu()), want, f"{what}: a repeated call")
+                rows.append((str(dt) if op == "sum" else f"{op} {dt}", n, "reference, offset and repeat bit-equal"))
     return rows
 
 
