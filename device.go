@@ -67,7 +67,10 @@ func deviceRed(req *base.DeviceRequest, ops []RedOp) error {
 		req.Red = num.Sum
 	case len(ops) == 1 && ops[0].op != num.PreMulSum:
 		req.Red = ops[0].op
-	case len(ops) == 1 && ops[0].at != 0:
+	case len(ops) == 1 && ops[0].device:
+		if ops[0].at == 0 {
+			return base.Invalidf("PreMulSumDevice: a device scalar at address 0")
+		}
 		req.Red, req.ScalarAt = num.PreMulSum, uint64(ops[0].at)
 	default:
 		req.Red, req.Scalar, err = redOf(ops, req.DType, new([8]byte))

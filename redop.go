@@ -17,6 +17,7 @@ type RedOp struct {
 	op     num.RedOp
 	scalar float64   // PreMulSum's factor
 	at     DevicePtr // PreMulSumDevice's factor, in device memory
+	device bool      // made by PreMulSumDevice (at may be 0: refused)
 }
 
 // The operators besides PreMulSum.
@@ -44,7 +45,7 @@ func PreMulSum(s float64) RedOp { return RedOp{op: num.PreMulSum, scalar: s} }
 // (so that a replayed CUDA graph reads it anew), as NCCL's
 // ncclRedOpCreatePreMulSum with ncclScalarDevice. Device calls only; p
 // must stay valid until the call has run.
-func PreMulSumDevice(p DevicePtr) RedOp { return RedOp{op: num.PreMulSum, at: p} }
+func PreMulSumDevice(p DevicePtr) RedOp { return RedOp{op: num.PreMulSum, at: p, device: true} }
 
 func (o RedOp) String() string { return o.op.String() }
 
@@ -62,7 +63,7 @@ func redOf(ops []RedOp, dt DType, buf *[8]byte) (num.RedOp, []byte, error) {
 	if o.op != num.PreMulSum {
 		return o.op, nil, nil
 	}
-	if o.at != 0 {
+	if o.device {
 		return 0, nil, base.Invalidf("PreMulSumDevice: a device scalar is for the Device calls (host memory: PreMulSum)")
 	}
 	b := buf[:dt.Size()]

@@ -273,7 +273,7 @@ func TestPlanReductionsTakeTheReducingKernel(t *testing.T) {
 			In: []base.DeviceBuf{{Addr: 1 << 20, Len: n}}, Out: []base.DeviceBuf{{Addr: 2 << 20, Len: n}}}
 		steps := p.plan(req)
 		if len(steps) != 1 || steps[0].kernel != kernelReduce {
-			t.Errorf("AllReduce of %v: %d launches, the first on kernel %d; want one on dc_reduce", dt, len(steps), steps[0].kernel)
+			t.Errorf("AllReduce of %v: %d launches (%v); want one on dc_reduce", dt, len(steps), steps)
 		}
 		req.Op = base.OpAllGather
 		for _, s := range p.plan(req) {

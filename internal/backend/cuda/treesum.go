@@ -146,6 +146,9 @@ func (c *Comm) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint6
 	if node != num.Sum && node != num.Max && node != num.Min {
 		return base.Invalidf("cuda: T over hosts' results with %v: not a node operator", node)
 	}
+	if !node.Supports(dt) {
+		return base.Invalidf("cuda: T over hosts' results of %v with %v: not defined", dt, node)
+	}
 	if n == 0 {
 		return nil
 	}
@@ -158,6 +161,9 @@ func (c *Comm) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint6
 // Average queues on stream s the division of the n elements of dt at p by
 // w, in place, each rounded once (Avg's last step, as num.Average).
 func (c *Comm) Average(dt num.DType, p uint64, n, w int, s uintptr) error {
+	if !num.Avg.Supports(dt) || w < 1 {
+		return base.Invalidf("cuda: the average of %v by %d: not defined", dt, w)
+	}
 	if n == 0 {
 		return nil
 	}

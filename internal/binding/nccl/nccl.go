@@ -115,6 +115,10 @@ const (
 	Max  RedOp = 2
 	Min  RedOp = 3
 	Avg  RedOp = 4
+
+	// NumOps is ncclNumOps: the operators below it are built in; those
+	// ncclRedOpCreatePreMulSum makes are numbered from it.
+	NumOps RedOp = 5
 )
 
 // String returns the operation's name ("sum").

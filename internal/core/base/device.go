@@ -41,6 +41,9 @@ func (b Bounds) ValidateDevice(r *DeviceRequest) error {
 		if scalar != 0 || r.Red != num.PreMulSum {
 			return Invalidf("%v: a device scalar is for premulsum alone, without a host scalar", r.Op)
 		}
+		if !r.DType.Valid() {
+			return Invalidf("%v: %v is no element type", r.Op, r.DType)
+		}
 		if r.ScalarAt%uint64(r.DType.Size()) != 0 {
 			return Invalidf("%v: the device scalar at %#x is not aligned to its %d-byte %v", r.Op, r.ScalarAt, r.DType.Size(), r.DType)
 		}

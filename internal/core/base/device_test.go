@@ -23,6 +23,7 @@ func TestValidateDevice(t *testing.T) {
 		{Op: OpBroadcast, DType: num.Int64Type, Root: 1, In: b(4096, 8), Out: b(4096, 8)},
 		{Op: OpAllReduceStaged, DType: f32, Out: b(4096, 8)},
 		{Op: OpBarrier},
+		{Op: OpAllReduce, DType: f32, Red: num.PreMulSum, ScalarAt: 256, In: b(4096, 400), Out: b(8192, 400)},
 	}
 	for i, r := range good {
 		if err := (Bounds{Rank: rank, World: w, Capacity: capacity}).ValidateDevice(&r); err != nil {
@@ -50,6 +51,10 @@ func TestValidateDevice(t *testing.T) {
 		{"broadcast two buffers", DeviceRequest{Op: OpBroadcast, DType: f32, In: b(4096, 8), Out: b(8192, 8)}},
 		{"unknown type", DeviceRequest{Op: OpAllGather, In: b(4096, 8), Out: b(8192, 16)}},
 		{"many without buffers", DeviceRequest{Op: OpAllGatherMany, DType: f32}},
+		{"device scalar of no type", DeviceRequest{Op: OpAllReduce, Red: num.PreMulSum, ScalarAt: 256, In: b(4096, 400), Out: b(8192, 400)}},
+		{"device scalar misaligned", DeviceRequest{Op: OpAllReduce, DType: f32, Red: num.PreMulSum, ScalarAt: 258, In: b(4096, 400), Out: b(8192, 400)}},
+		{"device scalar and host scalar", DeviceRequest{Op: OpAllReduce, DType: f32, Red: num.PreMulSum, ScalarAt: 256, Scalar: make([]byte, 4), In: b(4096, 400), Out: b(8192, 400)}},
+		{"device scalar for max", DeviceRequest{Op: OpAllReduce, DType: f32, Red: num.Max, ScalarAt: 256, In: b(4096, 400), Out: b(8192, 400)}},
 	}
 	for _, tc := range bad {
 		if err := (Bounds{Rank: rank, World: w, Capacity: capacity}).ValidateDevice(&tc.r); !errors.Is(err, ErrInvalid) {

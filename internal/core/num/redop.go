@@ -264,31 +264,39 @@ func Average(dt DType, b []byte, w int) {
 		}
 		canonFloat64s(s)
 	case Int8Type:
-		divInts(view[int8](b), int8(w))
+		divSigned(view[int8](b), int64(w))
 	case Uint8Type:
-		divInts(b, uint8(w))
+		divUnsigned(b, uint64(w))
 	case Int16Type:
-		divInts(view[int16](b), int16(w))
+		divSigned(view[int16](b), int64(w))
 	case Uint16Type:
-		divInts(view[uint16](b), uint16(w))
+		divUnsigned(view[uint16](b), uint64(w))
 	case Int32Type:
-		divInts(view[int32](b), int32(w))
+		divSigned(view[int32](b), int64(w))
 	case Uint32Type:
-		divInts(view[uint32](b), uint32(w))
+		divUnsigned(view[uint32](b), uint64(w))
 	case Int64Type:
-		divInts(view[int64](b), int64(w))
+		divSigned(view[int64](b), int64(w))
 	case Uint64Type:
-		divInts(view[uint64](b), uint64(w))
+		divUnsigned(view[uint64](b), uint64(w))
 	default:
 		panic("num: Average of " + dt.String())
 	}
 }
 
-// divInts divides every element of s by w (> 0, so no quotient
-// overflows), truncating toward zero.
-func divInts[T integer](s []T, w T) {
+// divSigned and divUnsigned divide every element of s by w (> 0, so no
+// quotient overflows), truncating toward zero, in 64 bits: W need not fit
+// the element type (int8 at W = 128 divides by 128, not by -128), as the
+// kernels divide by the whole world size.
+func divSigned[T int8 | int16 | int32 | int64](s []T, w int64) {
 	for i, v := range s {
-		s[i] = v / w
+		s[i] = T(int64(v) / w)
+	}
+}
+
+func divUnsigned[T uint8 | uint16 | uint32 | uint64](s []T, w uint64) {
+	for i, v := range s {
+		s[i] = T(uint64(v) / w)
 	}
 }
 

@@ -82,6 +82,9 @@ func (g *groups) take(group uint64) []*pendingCall {
 // destroyLater keeps op of h for the real NCCL to destroy at group's end,
 // if a deferred call of the group takes it, and reports whether it does.
 func (g *groups) destroyLater(group uint64, h Handle, op nccl.RedOp) bool {
+	if op < nccl.NumOps {
+		return false // a built-in operator: NCCL refuses its destroy, at once
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, p := range g.calls[group] {

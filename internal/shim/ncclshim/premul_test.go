@@ -145,11 +145,19 @@ func TestPreMulSumGroup(t *testing.T) {
 	if sh.DestroyRedOp(1, 7, group) {
 		t.Errorf("the destroy of an operator no deferred call takes: kept for the group's end")
 	}
+	sum := call
+	sum.Op = nccl.Sum
+	if res, v := sh.Do(sum, group); res != nccl.Success || v != Deferred {
+		t.Fatalf("a sum in the group: %d, verdict %v; want deferred", res, v)
+	}
+	if sh.DestroyRedOp(1, nccl.Sum, group) {
+		t.Errorf("the destroy of a built-in operator: kept for the group's end (NCCL refuses it at once)")
+	}
 	if r, _ := sh.GroupEnd(group, 0, false); r != nccl.Success {
 		t.Fatalf("GroupEnd = %d (%s)", r, sh.LastError())
 	}
-	if got := fc.opLog(); !slices.Equal(got, []detcoll.RedOp{detcoll.PreMulSum(0.125)}) {
-		t.Errorf("detcoll got %v; want PreMulSum(0.125)", got)
+	if got := fc.opLog(); !slices.Equal(got, []detcoll.RedOp{detcoll.PreMulSum(0.125), detcoll.Sum}) {
+		t.Errorf("detcoll got %v; want PreMulSum(0.125), then Sum", got)
 	}
 	if !slices.Contains(events(sh), "real destroy 0x1 ncclRedOp(5)") {
 		t.Errorf("the real NCCL's destroy after the group: missing from %q", events(sh))
