@@ -13,11 +13,14 @@
 #	. tools/gpu-checks.sh
 #	cp .gpu/commit.txt "$O/"
 #	check_conformance; check_verify 2 4 8; check_hosts; check_kills; check_summary
+#	(issue 23's next run: check_operators 2 4 8; check_fsdp; check_summary)
 #
 #	check_conformance     the conformance suite: W=1, then W=2 and wider (3, 4, 8), two and four communicators
 #	check_verify N...     detcoll verify --backend cuda at each W
 #	check_hosts           verify across two and four virtual hosts (NCCL on sockets), 1 and 2 ranks a host
 #	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two
+#	check_operators N...  every operator: the conformance operator and mismatch cases, verify and a soak at each W
+#	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
 #	check_summary         the verdicts of the logs, into summary.txt
 
 # NET sends NCCL's traffic between virtual hosts through its socket
@@ -68,6 +71,30 @@ check_kills() {
 			mps_stop
 		done
 	done
+}
+
+check_operators() {
+	mps_start
+	step operators-conformance 300 "$G/cuda.test" -test.run 'TestConformanceGPU/(OperatorsMatchReference|MismatchFailsEveryRank)|TestDeviceGraphGPU|TestTreeReduceGPU' -test.v -test.timeout 290s
+	local w
+	for w in "$@"; do
+		step operators-verify-w$w 120 "$G/detcoll" verify --backend cuda -n "$w"
+		step operators-soak-w$w 60 "$G/detcoll" soak --backend cuda -n "$w" --duration 20s --output "$O/operators-soak-w$w.json"
+	done
+	mps_stop
+}
+
+# check_fsdp needs libdetcoll-nccl.so in $G (tools/gpu-build.sh lib) and
+# PyTorch with its NCCL on the machine.
+check_fsdp() {
+	local lib=$G/libdetcoll-nccl.so real hosts=$O/hosts.sh
+	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
+	chmod +x "$hosts"
+	mps_start
+	step fsdp-w2 90 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-fsdp-w2.json \
+		$NET torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_fsdp.py "$O/fsdp-w2.json"
+	mps_stop
 }
 
 check_summary() {
