@@ -45,18 +45,22 @@ func calcOf(red num.RedOp, dt num.DType) uint32 {
 		t = typeF32
 	case num.Float64Type:
 		t = typeF64
-	case num.Int8Type, num.Uint8Type:
+	case num.Int8Type:
+		t, c = typeI8, c|calcSigned
+	case num.Uint8Type:
 		t = typeI8
-	case num.Int16Type, num.Uint16Type:
+	case num.Int16Type:
+		t, c = typeI16, c|calcSigned
+	case num.Uint16Type:
 		t = typeI16
-	case num.Int32Type, num.Uint32Type:
+	case num.Int32Type:
+		t, c = typeI32, c|calcSigned
+	case num.Uint32Type:
 		t = typeI32
-	case num.Int64Type, num.Uint64Type:
+	case num.Int64Type:
+		t, c = typeI64, c|calcSigned
+	case num.Uint64Type:
 		t = typeI64
-	}
-	switch dt {
-	case num.Int8Type, num.Int16Type, num.Int32Type, num.Int64Type:
-		c |= calcSigned
 	}
 	return c | t<<calcTypeShift
 }
