@@ -21,6 +21,7 @@
 #	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two
 #	check_operators N...  every operator: the conformance operator and mismatch cases, verify and a soak at each W
 #	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
+#	check_torch           gpu_torch.py (every reduction torch makes, against the reference) under the library at W=2
 #	check_summary         the verdicts of the logs, into summary.txt
 
 # NET sends NCCL's traffic between virtual hosts through its socket
@@ -94,6 +95,18 @@ check_fsdp() {
 	mps_start
 	step fsdp-w2 90 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-fsdp-w2.json \
 		$NET torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_fsdp.py "$O/fsdp-w2.json"
+	mps_stop
+}
+
+# check_torch needs what check_fsdp needs.
+check_torch() {
+	local lib=$G/libdetcoll-nccl.so real hosts=$O/hosts.sh
+	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
+	chmod +x "$hosts"
+	mps_start
+	step torch-w2 150 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-w2-%p.json \
+		$NET CHUNK_ELEMENTS=1000000 torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-w2.json"
 	mps_stop
 }
 

@@ -2,6 +2,7 @@
 # under the size limit) into .gpu; sourced by device run scripts.
 mkdir -p .gpu/before
 for f in $(cd .gpuz && find . -type f); do
+	mkdir -p ".gpu/$(dirname "$f")"
 	case $f in
 	*.gz) gunzip -c ".gpuz/$f" > ".gpu/${f%.gz}" && chmod +x ".gpu/${f%.gz}" ;;
 	*) cp ".gpuz/$f" ".gpu/$f" ;;

@@ -7,17 +7,40 @@ import (
 )
 
 // kernel names one entry point of collective.cu: the copy of the
-// operations that only move bytes, and the reduction of every element
-// type and operator (kernelArgs.Calc, calcOf).
+// operations that only move bytes, the reduction of every element type
+// and operator (kernelArgs.Calc, calcOf), and the sum of each floating
+// type, which most calls are and which so pays for no other operator.
 type kernel int
 
 const (
 	kernelCopy   kernel = iota // gathers, broadcast, staging copies, waits
 	kernelReduce               // every reduction
+	kernelSumBF16
+	kernelSumF16
+	kernelSumF32
+	kernelSumF64
 	numKernels
 )
 
-var kernelNames = [numKernels]string{"dc_copy", "dc_reduce"}
+var kernelNames = [numKernels]string{"dc_copy", "dc_reduce", "dc_sum_bf16", "dc_sum_f16", "dc_sum_f32", "dc_sum_f64"}
+
+// reduceKernel is the kernel that computes red over dt.
+func reduceKernel(red num.RedOp, dt num.DType) kernel {
+	if red != num.Sum {
+		return kernelReduce
+	}
+	switch dt {
+	case num.BFloat16Type:
+		return kernelSumBF16
+	case num.Float16Type:
+		return kernelSumF16
+	case num.Float32Type:
+		return kernelSumF32
+	case num.Float64Type:
+		return kernelSumF64
+	}
+	return kernelReduce
+}
 
 // calcOf is what the kernel of a reduction computes (Args.calc, reduce.h):
 // the element type, the operator at the tree's nodes, premulsum's leaves,
@@ -168,12 +191,12 @@ func (p planner) reserve() step {
 	return step{kernel: kernelCopy, grid: 1, flags: launchShapes(proto.ReserveOnly, false)[0].flags}
 }
 
-// kernelOf is the kernel of a launch whose work is a: the element type's
-// reduction where a sums, the byte copy otherwise.
+// kernelOf is the kernel of a launch whose work is a: the call's
+// reduction where a reduces, the byte copy otherwise.
 func (p planner) kernelOf(req *base.DeviceRequest, a proto.Action) kernel {
 	sums := opMode(req.Op) == modeReduce || opMode(req.Op) == modeRShard
 	if sums && (a == proto.Compute || a == proto.ReduceShard) {
-		return kernelReduce
+		return reduceKernel(req.Red, req.DType)
 	}
 	return kernelCopy
 }

@@ -262,23 +262,32 @@ func TestCalcOf(t *testing.T) {
 	}
 }
 
-// TestPlanReductionsTakeTheReducingKernel: every reduction's compute
-// launches run dc_reduce, whatever its type and operator; the gathers and
-// the staging copies run dc_copy.
+// TestPlanReductionsTakeTheReducingKernel: a reduction's compute
+// launches run the sum kernel of its type where it sums a floating type,
+// dc_reduce for every other type and operator; the gathers and the
+// staging copies run dc_copy.
 func TestPlanReductionsTakeTheReducingKernel(t *testing.T) {
 	p := testPlanner(0, 2)
+	sums := map[num.DType]kernel{num.BFloat16Type: kernelSumBF16, num.Float16Type: kernelSumF16,
+		num.Float32Type: kernelSumF32, num.Float64Type: kernelSumF64}
 	for dt := num.BFloat16Type; dt <= num.Uint64Type; dt++ {
-		n := 1000 * dt.Size()
-		req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Red: num.Max,
-			In: []base.DeviceBuf{{Addr: 1 << 20, Len: n}}, Out: []base.DeviceBuf{{Addr: 2 << 20, Len: n}}}
-		steps := p.plan(req)
-		if len(steps) != 1 || steps[0].kernel != kernelReduce {
-			t.Errorf("AllReduce of %v: %d launches (%v); want one on dc_reduce", dt, len(steps), steps)
-		}
-		req.Op = base.OpAllGather
-		for _, s := range p.plan(req) {
-			if s.kernel != kernelCopy {
-				t.Errorf("AllGather of %v: a launch on kernel %d; want dc_copy", dt, s.kernel)
+		for _, red := range []num.RedOp{num.Sum, num.Max, num.Avg} {
+			want := kernelReduce
+			if k, ok := sums[dt]; ok && red == num.Sum {
+				want = k
+			}
+			n := 1000 * dt.Size()
+			req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Red: red,
+				In: []base.DeviceBuf{{Addr: 1 << 20, Len: n}}, Out: []base.DeviceBuf{{Addr: 2 << 20, Len: n}}}
+			steps := p.plan(req)
+			if len(steps) != 1 || steps[0].kernel != want {
+				t.Errorf("AllReduce %v of %v: %d launches (%v); want one on %s", red, dt, len(steps), steps, kernelNames[want])
+			}
+			req.Op = base.OpAllGather
+			for _, s := range p.plan(req) {
+				if s.kernel != kernelCopy {
+					t.Errorf("AllGather of %v: a launch on kernel %d; want dc_copy", dt, s.kernel)
+				}
 			}
 		}
 	}

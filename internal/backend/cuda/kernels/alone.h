@@ -8,12 +8,12 @@
 // and written, and the status word is never set at W=1 (only waits and
 // signature checks set it, and an Alone call has neither). The launch's
 // only trip to memory and back is its data's.
-template <class E>
+template <class K>
 __device__ void run_alone(const Args& a, State& s) {
   if (a.calc & DC_CALC_PRE) {  // the one leaf's scalar
     if (threadIdx.x == 0) s.scale[0] = own_scalar(a);
     sync_block();
   }
-  for (u32 k = 0; k < a.nwork; k++) staged_compute<E>(a, s, a.work[k]);
+  for (u32 k = 0; k < a.nwork; k++) staged_compute<K>(a, s, a.work[k]);
   if ((a.flags & DC_F_DONE) && blockIdx.x == 0 && threadIdx.x == 0) red_add(a.self + DC_OFF_DONE, 1);
 }

@@ -85,11 +85,11 @@
 
 // run takes the steps of a launch that its flags name, in the order of
 // proto's schedule, or the whole call by LL.
-template <class E>
+template <class K>
 __device__ void run(const Args& a, State& s) {
   if constexpr (kWorld == 1)
     if (a.flags & DC_F_FROM_INPUT) {
-      run_alone<E>(a, s);
+      run_alone<K>(a, s);
       return;
     }
   const u32 t = threadIdx.x, nt = blockDim.x;
@@ -143,7 +143,7 @@ __device__ void run(const Args& a, State& s) {
     bool acked = true;
     for (int p = 0; p < kWorld; p++) acked = acked && (p == (int)a.rank || s.ack[p] + 2 >= seq);
     if (!acked && !wait_all(a, s, DC_OFF_ACK, seq - 2, DC_PHASE_RESERVE)) return;
-    run_ll<E>(a, s, seq);
+    run_ll<K>(a, s, seq);
     return;
   }
 
@@ -168,7 +168,8 @@ __device__ void run(const Args& a, State& s) {
   // A premulsum's later chunks check no signatures (plan.go): the peers'
   // scalars are in their slots still, which they rewrite only after this
   // rank's done.
-  if ((a.calc & DC_CALC_PRE) && (a.flags & DC_F_COMPUTE) && !(a.flags & (DC_F_READY | DC_F_WAIT_SENT))) {
+  if (K::reduces && !K::fixed && (a.calc & DC_CALC_PRE) && (a.flags & DC_F_COMPUTE) &&
+      !(a.flags & (DC_F_READY | DC_F_WAIT_SENT))) {
     for (u32 p = t; p < kWorld; p += nt)
       if (p != a.rank) s.scale[p] = ld_vol(s.ctrl[p] + DC_OFF_SIG + 8 * DC_SIG_CMP);
     sync_block();
@@ -176,9 +177,9 @@ __device__ void run(const Args& a, State& s) {
   if (a.flags & DC_F_COMPUTE)
     for (u32 k = 0; k < a.nwork; k++) {
       if (a.mode >= DC_MODE_PUSH)
-        push_compute<E>(a, s, a.work[k]);
+        push_compute<K>(a, s, a.work[k]);
       else
-        staged_compute<E>(a, s, a.work[k]);
+        staged_compute<K>(a, s, a.work[k]);
     }
   if ((a.flags & DC_F_SENT) && last_block(a, s, DC_OFF_COUNT_REDUCED))
     push_word(a, s, first ? DC_OFF_SENT2 : DC_OFF_SENT1, seq);
@@ -187,13 +188,17 @@ __device__ void run(const Args& a, State& s) {
   if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
 }
 
-// The entry points (plan.go's kernels): the operations that only copy,
-// and every reduction, whatever its type and operator (reduce.h's Any).
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_copy(Args a) {
-  __shared__ State s;
-  run<Bytes>(a, s);
-}
-extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) dc_reduce(Args a) {
-  __shared__ State s;
-  run<Any>(a, s);
-}
+// The entry points (plan.go's kernels): the operations that only copy;
+// every reduction, whatever its type and operator (reduce.h's Any); and
+// the sum of each floating type (Sum), the calls most jobs make.
+#define DC_KERNEL(name, K)                                                           \
+  extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) name(Args a) { \
+    __shared__ State s;                                                              \
+    run<K>(a, s);                                                                    \
+  }
+DC_KERNEL(dc_copy, Bytes)
+DC_KERNEL(dc_reduce, Any)
+DC_KERNEL(dc_sum_bf16, Sum<BF16>)
+DC_KERNEL(dc_sum_f16, Sum<F16>)
+DC_KERNEL(dc_sum_f32, Sum<F32>)
+DC_KERNEL(dc_sum_f64, Sum<F64>)

@@ -77,7 +77,7 @@ __device__ void ll_refresh(const Args& a, State& s, u64 seq, bool ll) {
 // compute_window is staged_compute for the LL protocol: this block produces the
 // outputs whose image bytes lie in [lo, hi) (window bounds are multiples of
 // 64, so no element straddles two windows), from the scratch images.
-template <class E>
+template <class K>
 __device__ void compute_window(const Args& a, State& s, const Work& w, u64 lo, u64 hi) {
   const u64 g = threadIdx.x, st = blockDim.x;
   u64 b = w.off, e = w.off + w.bytes;  // image bytes [b, e) make the output
@@ -92,8 +92,8 @@ __device__ void compute_window(const Args& a, State& s, const Work& w, u64 lo, u
     for (int p = 0; p < kWorld; p++) copy_bytes(out + p * w.bytes, s.pay[p] + x, y - x, g, st);
   } else if (a.mode == DC_MODE_BCAST) {
     if (a.rank != a.root) copy_bytes(out, s.pay[a.root] + x, y - x, g, st);
-  } else if constexpr (E::reduces) {
-    reduce_range(red_of(a, s), s.pay, s.mirror, false, out, x, y - x, g, st);
+  } else if constexpr (K::reduces) {
+    reduce_range<K>(red_of(a, s), s.pay, s.mirror, false, out, x, y - x, g, st);
   }
 }
 
@@ -154,7 +154,7 @@ __device__ __forceinline__ bool direct(const Args& a, const Work& w, u64 b) {
 // that only partly hold outputs (an unaligned output, a reduce-scatter
 // share that starts inside a line, a buffer's last bytes) are unpacked
 // into the scratch images and computed from there, by compute_window.
-template <class E>
+template <class K>
 __device__ void run_ll(const Args& a, State& s, u64 seq) {
   const u32 t = threadIdx.x, nt = blockDim.x, flag = (u32)seq;
   const u64 lo = (u64)s.win * a.window, hi = lo + a.window;
@@ -246,8 +246,8 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
 #pragma unroll
           for (int p = 0; p < kWorld; p++)
             if (p == (int)a.root) st_u64(w.out + (x - ob), v[p]);
-        } else if constexpr (E::reduces) {
-          st_u64(w.out + (x - ob), tree_regs_of(red_of(a, s), v));
+        } else if constexpr (K::reduces) {
+          st_u64(w.out + (x - ob), tree_regs_of<K>(red_of(a, s), v));
         }
       } else {
 #pragma unroll
@@ -266,14 +266,14 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
     u64 ob, oe;
     out_range(a, w, &ob, &oe);
     if (!direct(a, w, ob)) {
-      compute_window<E>(a, s, w, lo, hi);
+      compute_window<K>(a, s, w, lo, hi);
       continue;
     }
     u64 head = (ob + 7) & ~7ull, tail = oe & ~7ull;  // [head, tail): the whole lines
     if (head > oe) head = oe;
     if (tail < head) tail = head;
-    if (ob < head) compute_window<E>(a, s, w, ob > lo ? ob : lo, head < hi ? head : hi);
-    if (tail < oe) compute_window<E>(a, s, w, tail > lo ? tail : lo, oe < hi ? oe : hi);
+    if (ob < head) compute_window<K>(a, s, w, ob > lo ? ob : lo, head < hi ? head : hi);
+    if (tail < oe) compute_window<K>(a, s, w, tail > lo ? tail : lo, oe < hi ? oe : hi);
   }
   // done and the acks need no fence: the peers write nothing here that
   // this rank's writes must precede, and every read of the receive slot

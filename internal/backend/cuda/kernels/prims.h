@@ -12,14 +12,17 @@
 // for every peer p with a mirror (the push path's all-reduce sends its
 // sums on as it makes them); the mirrors are aligned like off.
 //
-// reduce_loop is its body for one type and operator C (reduce.h's
-// DC_WITH_TYPE, DC_WITH_CALC), not inlined: one copy of each, whatever the
-// number of callers. (The mirror is a uniform branch, not a template
-// parameter: that would double the kernel's code.)
-template <class E, u32 C>
-__device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
-                                         u64 off, u64 nb, u64 g, u64 st) {
+// reduce_body is the loop for one type E and operator C; M says whether
+// it mirrors: never (0), always (1) or where mirrored says (2). A Sum
+// kernel inlines it, the mirror a constant, as it did before the
+// operators came. Any calls reduce_loop, the body per (type, operator)
+// not inlined and the mirror a uniform branch: one copy of each, whatever
+// the number of callers, which keeps dc_reduce's code in bounds.
+template <class E, u32 C, int M>
+__device__ __forceinline__ void reduce_body(const Red& r, const u64* leaf, const u64* mirror, bool mirrored,
+                                            u64 dst, u64 off, u64 nb, u64 g, u64 st) {
   constexpr u64 S = E::size, V = 16 / S;
+  const bool mir = M == 2 ? mirrored : M == 1;
   const u64 n = nb / S;
   u64 head = n, nv = 0;
   if (((dst - off) & 15) == 0) {
@@ -30,7 +33,7 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
   auto one = [&](u64 i) {
     const u64 v = tree_one<E, C>(r, leaf, off + i * S);
     store_elem<S>(dst + i * S, v);
-    if (mirrored)
+    if (mir)
       for (int p = 0; p < kWorld; p++)
         if (mirror[p] != 0) store_elem<S>(mirror[p] + off + i * S, v);
   };
@@ -46,7 +49,7 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
 #pragma unroll
     for (int j = 0; j < U; j++) {
       st_v4(vd + 16 * (i + j * st), v[j]);
-      if (mirrored)
+      if (mir)
         for (int p = 0; p < kWorld; p++)
           if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * (i + j * st), v[j]);
     }
@@ -54,16 +57,32 @@ __device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64
   for (; i < nv; i += st) {
     const V4 v = tree_vec<E, C>(r, leaf, vo + 16 * i);
     st_v4(vd + 16 * i, v);
-    if (mirrored)
+    if (mir)
       for (int p = 0; p < kWorld; p++)
         if (mirror[p] != 0) st_v4(mirror[p] + vo + 16 * i, v);
   }
   for (u64 i = head + nv * V + g; i < n; i += st) one(i);
 }
 
+template <class E, u32 C>
+__device__ __noinline__ void reduce_loop(const Red r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
+                                         u64 off, u64 nb, u64 g, u64 st) {
+  reduce_body<E, C, 2>(r, leaf, mirror, mirrored, dst, off, nb, g, st);
+}
+
+// reduce_range is the loop of kernel kind K (reduce.h).
+template <class K>
 __device__ __forceinline__ void reduce_range(const Red& r, const u64* leaf, const u64* mirror, bool mirrored, u64 dst,
                                              u64 off, u64 nb, u64 g, u64 st) {
-  DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, reduce_loop<E, C>(r, leaf, mirror, mirrored, dst, off, nb, g, st)));
+  if constexpr (K::fixed) {
+    using E = typename K::E;
+    if (mirrored)
+      reduce_body<E, 0, 1>(r, leaf, mirror, true, dst, off, nb, g, st);
+    else
+      reduce_body<E, 0, 0>(r, leaf, mirror, false, dst, off, nb, g, st);
+  } else {
+    DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, reduce_loop<E, C>(r, leaf, mirror, mirrored, dst, off, nb, g, st)));
+  }
 }
 
 // copy_bytes copies n bytes: 16-byte stores to dst wherever dst is aligned,

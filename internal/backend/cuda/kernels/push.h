@@ -56,7 +56,7 @@ __device__ void push_setup(const Args& a, State& s, int p) {
     s.mirror[p] = s.ctrl[p] + DC_CTRL_SIZE + (kWorld + recv_slot(p, a.rank)) * stride;
 }
 
-template <class E>
+template <class K>
 __device__ void push_compute(const Args& a, State& s, const Work& w) {
   const u64 g = gtid(), st = gstride(), stride = part_stride(a, w), own = a.self + DC_CTRL_SIZE;
   u64 lo, hi;
@@ -79,17 +79,17 @@ __device__ void push_compute(const Args& a, State& s, const Work& w) {
       }
       break;
     default:
-      if constexpr (E::reduces) {
+      if constexpr (K::reduces) {
         const Red r = red_of(a, s);
         part(a, w, a.rank, &lo, &hi);
         if (a.mode == DC_MODE_RPUSH_RS) {
           // All scalar where the output is not 16-byte aligned.
-          reduce_range(r, s.pay, s.mirror, false, w.out, 0, hi - lo, g, st);
+          reduce_range<K>(r, s.pay, s.mirror, false, w.out, 0, hi - lo, g, st);
         } else {
           // Sums go straight to an output aligned for 16-byte stores,
           // else in place, for GPUSHED to copy: vectors either way.
           const u64 dst = (w.out & 15) == 0 ? w.out + lo : own;
-          reduce_range(r, s.pay, s.mirror, true, dst, 0, hi - lo, g, st);
+          reduce_range<K>(r, s.pay, s.mirror, true, dst, 0, hi - lo, g, st);
         }
       }
   }

@@ -6,12 +6,15 @@
 // no FMA contraction, no flush to zero), every NaN is the canonical one.
 // internal/core/num is the same arithmetic on the host, bit for bit.
 //
-// The kernels are instantiated per element type (collective.cu, plan.go's
-// kernel list); the operator is the launch's Args.calc, a few flags (Red),
-// so that a type's one kernel serves every operator: its loops over the
-// elements are instantiated per operator (DC_WITH_CALC). Adding an
-// operator: num, a function per type here, its case in DC_WITH_CALC and
-// node, leaf or root below, and a flag (plan.go's calcOf, header.go).
+// The reductions run in one kernel, dc_reduce, whose element type and
+// operator are the launch's Args.calc (a few flags, Red): its loops over
+// the elements are instantiated per (type, operator) (DC_WITH_TYPE,
+// DC_WITH_CALC) and picked per launch. The sum of each floating type also
+// has a kernel of its own (Sum, dc_sum_*), its type and operator constant,
+// so that the most frequent call pays for no other (docs/perf-levers.md).
+// Adding an operator: num, a function per type here, its case in
+// DC_WITH_CALC and node, leaf or root below, and a flag (plan.go's
+// calcOf, header.go).
 
 // Red is the operator as the threads of a launch hold it.
 struct Red {
@@ -238,15 +241,21 @@ typedef Int<2> I16;
 typedef Int<4> I32;
 typedef Int<8> I64;
 
-// The two kernels (collective.cu): Bytes, of the operations that only
-// copy, and Any, of every reduction, whose element type is the launch's
-// (DC_WITH_TYPE): the protocol's code, which does not depend on the type,
-// once, and the loops over the elements per type and operator.
+// The kinds of kernel (collective.cu), the template parameter K of the
+// protocol's code: Bytes, of the operations that only copy; Any, of every
+// reduction, whose element type and operator are the launch's; Sum<E>, of
+// E's sum alone (prims.h's reduce_range and tree.h's tree_regs_of take
+// the type and operator of a kind).
 struct Bytes {
-  static constexpr bool reduces = false;
+  static constexpr bool reduces = false, fixed = false;
 };
 struct Any {
-  static constexpr bool reduces = true;
+  static constexpr bool reduces = true, fixed = false;
+};
+template <class T>
+struct Sum {
+  static constexpr bool reduces = true, fixed = true;
+  using E = T;
 };
 
 // DC_WITH_TYPE(calc, ...) runs the statements ... with the type E the

@@ -7,7 +7,7 @@
 // DC_F_FROM_INPUT), straight from the input: the one leaf is then the
 // input's 16-byte line, with the input at off in it, so that the vector
 // loads stay aligned wherever the output and the input agree modulo 16.
-template <class E>
+template <class K>
 __device__ void staged_compute(const Args& a, State& s, const Work& w) {
   u64 input[1], off = w.off;
   const u64* leaf = s.pay;
@@ -33,17 +33,17 @@ __device__ void staged_compute(const Args& a, State& s, const Work& w) {
       if (a.rank != a.root) copy_bytes(w.out, leaf[a.root] + off, w.bytes, g, st);
       break;
     default:
-      if constexpr (E::reduces) {
+      if constexpr (K::reduces) {
         const Red r = red_of(a, s);
         if (a.mode == DC_MODE_REDUCE) {
-          reduce_range(r, leaf, s.mirror, false, w.out, off, w.bytes, g, st);
+          reduce_range<K>(r, leaf, s.mirror, false, w.out, off, w.bytes, g, st);
         } else if (a.mode == DC_MODE_RSHARD) {
           const u64 n = w.bytes / kWorld;
-          reduce_range(r, leaf, s.mirror, false, w.out, off + a.rank * n, n, g, st);
+          reduce_range<K>(r, leaf, s.mirror, false, w.out, off + a.rank * n, n, g, st);
         } else if (a.mode == DC_MODE_RINPLACE) {
           u64 lo, hi;
           shard(a.rank, w.bytes, &lo, &hi);
-          reduce_range(r, leaf, s.mirror, false, own + off + lo, off + lo, hi - lo, g, st);
+          reduce_range<K>(r, leaf, s.mirror, false, own + off + lo, off + lo, hi - lo, g, st);
         }
       }
   }

@@ -64,17 +64,20 @@ __device__ __forceinline__ u64 tree_regs(const Red& r, const u64* v) {
   return x;
 }
 
-// tree_regs_of is tree_regs with the launch's type and operator: a sum inline,
-// in the LL launch's registers; another operator through a call (its
-// values through memory), so that the LL launch's code holds one
-// unrolled tree, not five.
+// tree_regs_of is tree_regs with kernel kind K's type and operator: a
+// sum inline, in the LL launch's registers; under Any another operator
+// through a call (its values through memory), so that dc_reduce's LL code
+// holds one unrolled tree, not five.
 template <class E, u32 C>
 __device__ __noinline__ u64 tree_regs_call(const Red r, const u64* v) {
   return tree_regs<E, C>(r, v);
 }
+template <class K>
 __device__ __forceinline__ u64 tree_regs_of(const Red& r, const u64* v) {
   u64 x = 0;
-  if ((r.calc & kCalcOps) == 0) {
+  if constexpr (K::fixed) {
+    x = tree_regs<typename K::E, 0>(r, v);
+  } else if ((r.calc & kCalcOps) == 0) {
     DC_WITH_TYPE(r.calc, x = tree_regs<E, 0>(r, v));
   } else {
     DC_WITH_TYPE(r.calc, DC_WITH_CALC(E, r.calc, x = tree_regs_call<E, C>(r, v)));
