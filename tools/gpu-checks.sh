@@ -80,7 +80,7 @@ check_operators() {
 	local w
 	for w in "$@"; do
 		step operators-verify-w$w 120 "$G/detcoll" verify --backend cuda -n "$w"
-		step operators-soak-w$w 60 "$G/detcoll" soak --backend cuda -n "$w" --duration 20s --output "$O/operators-soak-w$w.json"
+		step operators-soak-w$w 60 "$G/detcoll" soak --backend cuda -n "$w" --duration "${SOAK_DURATION:-20s}" --output "$O/operators-soak-w$w.json"
 	done
 	mps_stop
 }
