@@ -10,7 +10,10 @@
 # cuda.test, lib and aot. --before REV also builds REV's detcoll and
 # cuda.test (those of the TARGETs) into .gpuz/before, for a before/after
 # in one device call. The carry holds 64 MiB with the tracked tree: the
-# script says what is left.
+# script says what is left. This checkout's binaries are built with
+# -tags detcoll_noaot: they read the kernels built ahead of time from the
+# carried tree (DETCOLL_AOT_DIR, set by tools/gpu-unpack.sh) instead of
+# holding a copy each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +31,7 @@ build() {
 	local out=$1
 	shift
 	mkdir -p "$out"
-	local flags=(-buildvcs=true -trimpath "-ldflags=-s -w")
+	local flags=(-buildvcs=true -trimpath "-ldflags=-s -w" ${TAGS:+-tags=$TAGS})
 	for t in "$@"; do
 		case $t in
 		detcoll) go build "${flags[@]}" -o "$out/detcoll" ./cmd/detcoll ;;
@@ -52,7 +55,7 @@ build() {
 out=$PWD/.gpuz
 rm -rf "$out"
 # GOFLAGS here may say -buildvcs=false; the binaries must name their commit.
-GOFLAGS= build "$out" "${targets[@]}"
+GOFLAGS= TAGS=detcoll_noaot build "$out" "${targets[@]}"
 if [ -n "$before" ]; then
 	old=()
 	for t in "${targets[@]}"; do

@@ -8,3 +8,6 @@ for f in $(cd .gpuz && find . -type f); do
 	*) cp ".gpuz/$f" ".gpu/$f" ;;
 	esac
 done
+# The binaries of tools/gpu-build.sh read the kernels built ahead of time
+# from the carried tree.
+export DETCOLL_AOT_DIR=$PWD/internal/backend/cuda/aot

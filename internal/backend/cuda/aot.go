@@ -3,7 +3,6 @@ package cuda
 import (
 	"bytes"
 	"compress/gzip"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +26,8 @@ import (
 // too old for the CUBIN) it compiles with NVRTC, through the disk cache,
 // as before. TestAheadOfTimeKernelsCurrent fails while the files lag the
 // source; tools/aot rebuilds them, on a machine with NVRTC (no GPU needed).
-
-//go:embed aot
-var aotDir embed.FS
+// Built with -tags detcoll_noaot the binary embeds none and reads them
+// from a folder (aot_dir.go).
 
 // AheadOfTimeArchs and AheadOfTimeWorlds are what the module carries
 // kernels for: the data-centre GPUs joined by NVLink (A100, H100 and H200,
@@ -53,7 +51,7 @@ func aotKey(arch string, world, llMax int) string {
 // aotCubin returns the CUBIN built ahead of time for arch, world and
 // llMax, if the module carries one for the current source.
 func aotCubin(arch string, world, llMax int) ([]byte, bool) {
-	f, err := aotDir.Open("aot/" + aotName(arch, world))
+	f, err := aotFiles.Open(aotName(arch, world))
 	if err != nil {
 		return nil, false
 	}

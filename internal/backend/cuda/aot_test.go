@@ -13,15 +13,15 @@ import (
 // source (the key in its header). Editing a kernel fails this test until
 // tools/aot rebuilds them (aot/README.md).
 func TestAheadOfTimeKernelsCurrent(t *testing.T) {
-	files, err := fs.Glob(aotDir, "aot/*.gz")
+	files, err := fs.Glob(aotFiles, "*.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for _, arch := range AheadOfTimeArchs {
 		for _, w := range AheadOfTimeWorlds {
-			want = append(want, "aot/"+aotName(arch, w))
-			f, err := aotDir.Open("aot/" + aotName(arch, w))
+			want = append(want, aotName(arch, w))
+			f, err := aotFiles.Open(aotName(arch, w))
 			if err != nil {
 				t.Errorf("%s, W=%d: no kernels built ahead of time: %v", arch, w, err)
 				continue
