@@ -421,17 +421,27 @@ func (ic *Interconnect) fail(err error) error {
 	return err
 }
 
-// abortAll aborts both communicators, on a thread with the GPU's context
-// current, as NCCL's calls need.
+// abortAll aborts both communicators at once, each on a thread with the
+// GPU's context current, as NCCL's calls need. Not one after the other:
+// an abort frees the communicator's device memory, which waits for the
+// device to go idle, and the other communicator's kernel, spinning on
+// the lost peer until its own abort flag is set, could keep it busy for
+// good. (Survivors of kills hung in their first abort, one after the
+// other, in results/gpu/checks-2026-12-02, kill-two-hosts-call.log;
+// results/gpu/aborts-2026-12-02 has what aborting both at once did.)
 func (ic *Interconnect) abortAll() {
-	ic.onDevice(func() error {
-		for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
-			if c != 0 {
-				c.Abort()
-			}
+	var wg sync.WaitGroup
+	for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
+		if c == 0 {
+			continue
 		}
-		return nil
-	})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ic.onDevice(func() error { return c.Abort() })
+		}()
+	}
+	wg.Wait()
 }
 
 // abortWait bounds the wait for ncclCommAbort in fail.
