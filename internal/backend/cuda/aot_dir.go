@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+
+	"github.com/detcoll/detcoll/internal/core/settings"
 )
 
 // aotFiles: a binary built with -tags detcoll_noaot reads the kernels
@@ -14,7 +16,7 @@ import (
 // runs use it: the GPU machine takes the binaries and the repository in
 // one transfer of bounded size, which holds the files once rather than
 // once more in every binary (tools/gpu-build.sh).
-var aotFiles fs.FS = aotFolder(os.Getenv("DETCOLL_AOT_DIR"))
+var aotFiles fs.FS = aotFolder(settings.Get(settings.AOTDir))
 
 func aotFolder(dir string) fs.FS {
 	if dir == "" {

@@ -28,6 +28,7 @@ const (
 	VirtualHosts   = "DETCOLL_VIRTUAL_HOSTS"
 	ShareDevices   = "DETCOLL_CUDA_SHARE_DEVICES"
 	CacheDir       = "DETCOLL_CACHE_DIR"
+	AOTDir         = "DETCOLL_AOT_DIR"
 	LibCUDA        = "DETCOLL_LIBCUDA"
 	LibNVRTC       = "DETCOLL_LIBNVRTC"
 	LibNCCL        = "DETCOLL_LIBNCCL"
@@ -77,6 +78,7 @@ var Vars = []Var{
 	{VirtualHosts, "The job", "packages nccl and mpi", false, "run the ranks as this many hosts on one machine (bench, verify and soak set it for `--hosts`)"},
 
 	{CacheDir, "GPUs", "the kernel cache (internal/binding/driver)", false, "where kernels compiled by NVRTC are kept (default ~/.cache/detcoll/kernels)"},
+	{AOTDir, "GPUs", "binaries built with -tags detcoll_noaot (internal/backend/cuda)", false, "the folder of the kernels built ahead of time, which such a binary does not embed (the device runs' binaries: tools/gpu-build.sh)"},
 	{LibCUDA, "GPUs", "the CUDA binding's load", false, "the libcuda to dlopen instead of the search"},
 	{LibNVRTC, "GPUs", "the CUDA binding's load", false, "the NVRTC to dlopen instead of the search (optional: kernels are built ahead of time for sm_80, sm_90, sm_100)"},
 	{LibNCCL, "GPUs", "package nccl", false, "the libnccl.so.2 to dlopen (the across-hosts rails, bench's reference)"},
