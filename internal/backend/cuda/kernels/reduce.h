@@ -280,19 +280,29 @@ struct Sum {
 
 // ---- the operator over the lanes of 8 and 16 bytes ------------------------
 
-// lanes applies f to each element of a and b, 8 bytes of E's elements.
+// lanes applies f to each element of a and b, 8 bytes of E's elements;
+// elements narrower than 8 bytes in two 32-bit words (lanes32), since a
+// GPU's integer unit is 32 bits wide.
 template <class E, class F>
-__device__ __forceinline__ u64 lanes(u64 a, u64 b, F f) {
+__device__ __forceinline__ u32 lanes32(u32 a, u32 b, F f) {
   constexpr int S = E::size;
-  if constexpr (S == 8) {
-    return f(a, b);
+  if constexpr (S == 4) {
+    return (u32)f(a, b);
   } else {
     constexpr int B = 8 * S;
-    constexpr u64 M = (1ull << B) - 1;
-    u64 r = 0;
+    constexpr u32 M = (1u << B) - 1;
+    u32 r = 0;
 #pragma unroll
-    for (int i = 0; i < 8 / S; i++) r |= (f((a >> (B * i)) & M, (b >> (B * i)) & M) & M) << (B * i);
+    for (int i = 0; i < 4 / S; i++) r |= ((u32)f((a >> (B * i)) & M, (b >> (B * i)) & M) & M) << (B * i);
     return r;
+  }
+}
+template <class E, class F>
+__device__ __forceinline__ u64 lanes(u64 a, u64 b, F f) {
+  if constexpr (E::size == 8) {
+    return f(a, b);
+  } else {
+    return lanes32<E>((u32)a, (u32)b, f) | (u64)lanes32<E>((u32)(a >> 32), (u32)(b >> 32), f) << 32;
   }
 }
 
@@ -343,7 +353,12 @@ __device__ __forceinline__ V4 v4(u64 lo, u64 hi) { return V4{(u32)lo, (u32)(lo >
 
 template <class E, u32 C>
 __device__ __forceinline__ V4 node16(const Red& r, V4 a, V4 b) {
-  return v4(node8<E, C>(r, lo64(a), lo64(b)), node8<E, C>(r, hi64(a), hi64(b)));
+  if constexpr (E::size == 8) {
+    return v4(node8<E, C>(r, lo64(a), lo64(b)), node8<E, C>(r, hi64(a), hi64(b)));
+  } else {
+    auto f = [&](u64 x, u64 y) { return node<E, C>(r, x, y); };
+    return V4{lanes32<E>(a.x, b.x, f), lanes32<E>(a.y, b.y, f), lanes32<E>(a.z, b.z, f), lanes32<E>(a.w, b.w, f)};
+  }
 }
 
 // leaf is what a leaf of the tree holds of rank p's element v: v, or
