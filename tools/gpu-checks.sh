@@ -22,6 +22,7 @@
 #	check_operators N...  every operator: the conformance operator and mismatch cases, verify and a soak at each W
 #	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
 #	check_torch           gpu_torch.py (every reduction torch makes, against the reference) under the library at W=2
+#	check_torch_hosts H P gpu_torch.py under the library across H virtual hosts of P ranks (DETCOLL_NCCL_HOSTS=serve)
 #	check_summary         the verdicts of the logs, into summary.txt
 
 # NET sends NCCL's traffic between virtual hosts through its socket
@@ -54,11 +55,13 @@ check_hosts() {
 }
 
 # A client killed under MPS may keep the daemon from taking new ones for a
-# moment: each kill gets a fresh daemon.
+# moment: each kill gets a fresh daemon. KILL_REPEATS (default 1) runs
+# each kill that many times; KILL_WHERE (default "one-host two-hosts")
+# picks the layouts.
 check_kills() {
-	local where during
+	local where during i
 	local K="--backend cuda -n 2 --max-bytes 1MiB --duration 8s"
-	for where in one-host two-hosts; do
+	for where in ${KILL_WHERE:-one-host two-hosts}; do
 		local VH=env
 		[ $where = two-hosts ] && VH="env $NET DETCOLL_VIRTUAL_HOSTS=2"
 		for during in open call close; do
@@ -67,9 +70,12 @@ check_kills() {
 			open) after="--kill-rank-after 200ms" ;;
 			call) after="--kill-rank-after 1s" ;;
 			esac
-			mps_start
-			step kill-$where-$during 40 $VH "$G/detcoll" soak $K $after --kill-during $during --output "$O/kill-$where-$during.json"
-			mps_stop
+			for i in $(seq "${KILL_REPEATS:-1}"); do
+				mps_start
+				step kill-$where-$during-$i 40 $VH "$G/detcoll" soak $K $after --kill-during $during --output "$O/kill-$where-$during-$i.json"
+				mps_stop
+				grep -h "^kill:" "$O/kill-$where-$during-$i.log" | head -1 >> "$O/summary.txt"
+			done
 		done
 	done
 }
@@ -107,6 +113,22 @@ check_torch() {
 	mps_start
 	step torch-w2 150 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-w2-%p.json \
 		$NET CHUNK_ELEMENTS=1000000 torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-w2.json"
+	mps_stop
+}
+
+# check_torch_hosts H P: H hosts of P ranks on the one GPU: the library
+# splits its communicators into H machines (DETCOLL_VIRTUAL_HOSTS), and
+# NCCL, its rails and torch's own communicators alike, takes each host's
+# ranks for a host of their own (NCCL_HOSTID) reached over sockets ($NET).
+check_torch_hosts() {
+	local h=$1 per=$2 lib=$G/libdetcoll-nccl.so real hosts=$O/hosts-$1x$2.sh
+	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$((RANK / %d))\nexec "$@"\n' "$per" > "$hosts"
+	chmod +x "$hosts"
+	mps_start
+	step torch-hosts-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-hosts-${h}x$per-%p.json \
+		DETCOLL_NCCL_HOSTS=serve DETCOLL_VIRTUAL_HOSTS=$h $NET CHUNK_ELEMENTS=1000000 \
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-hosts-${h}x$per.json"
 	mps_stop
 }
 

@@ -75,7 +75,7 @@ var Vars = []Var{
 	{Secret, "The job", "Open", false, "the job's shared secret for the rendezvous; never written to reports"},
 	{SHMDir, "The job", "the cpu backend's Open", false, "where shared-memory segments live (default /dev/shm); tests give each job its own"},
 	{StoreSilence, "The job", "the rendezvous store", false, "how long a silent peer may stay so before it counts as lost (default 5s within a machine, 900ms from another)"},
-	{VirtualHosts, "The job", "packages nccl and mpi", false, "run the ranks as this many hosts on one machine (bench, verify and soak set it for `--hosts`)"},
+	{VirtualHosts, "The job", "packages nccl and mpi, libdetcoll-nccl", false, "run the ranks as this many hosts on one machine (bench, verify and soak set it for `--hosts`; the library splits every communicator so)"},
 
 	{CacheDir, "GPUs", "the kernel cache (internal/binding/driver)", false, "where kernels compiled by NVRTC are kept (default ~/.cache/detcoll/kernels)"},
 	{AOTDir, "GPUs", "binaries built with -tags detcoll_noaot (internal/backend/cuda)", false, "the folder of the kernels built ahead of time, which such a binary does not embed (the device runs' binaries: tools/gpu-build.sh)"},

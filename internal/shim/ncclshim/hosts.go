@@ -75,6 +75,25 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 	return len(starts), ""
 }
 
+// virtualMachines splits ids into h machines of consecutive ranks
+// (Settings.VirtualHosts), each a boot id and host name of its own, so
+// that machines and the liveness watch take them for machines apart; or
+// says why it cannot.
+func virtualMachines(ids []identity, h int) ([]identity, string) {
+	if len(ids)%h != 0 {
+		return nil, fmt.Sprintf("%s=%d does not divide its %d ranks", EnvVirtualHosts, h, len(ids))
+	}
+	per := len(ids) / h
+	out := make([]identity, len(ids))
+	for p, id := range ids {
+		m := p / per
+		id.Boot = fmt.Sprintf("%s/virtual-%d", id.Boot, m)
+		id.Host = fmt.Sprintf("%s/virtual-%d", id.Host, m)
+		out[p] = id
+	}
+	return out, ""
+}
+
 // railSetup is the setup's rendezvous as the rails' Setup: their rounds
 // ride on the application's communicator too.
 type railSetup struct{ r *rendezvous }

@@ -203,3 +203,57 @@ func TestAcrossHostsRailsFail(t *testing.T) {
 		t.Errorf("opened %d communicators; want none", len(o.comms))
 	}
 }
+
+// TestVirtualHostsServed: with DETCOLL_VIRTUAL_HOSTS=2, 4 ranks of one
+// machine are served as 2 machines of 2 ranks (rails for 2 hosts); a
+// number of machines that does not divide the ranks hands the
+// communicator to NCCL, saying so.
+func TestVirtualHostsServed(t *testing.T) {
+	for _, tc := range []struct {
+		hosts int
+		want  string // "" when served
+	}{{2, ""}, {4, ""}, {3, "does not divide"}} {
+		s := atInit()
+		s.AcrossHosts, s.VirtualHosts = true, tc.hosts
+		rails := &fakeRails{}
+		o, shims := acrossJob(t, 4, func(int) int { return 0 }, s, rails)
+		initAll(t, shims)
+		for r, sh := range shims {
+			st, why := stateOf(sh, Handle(r+1))
+			if tc.want != "" {
+				if st != unserved || !strings.Contains(why, tc.want) {
+					t.Errorf("%d virtual hosts, rank %d: state %d, why %q; want unserved, %q", tc.hosts, r, st, why, tc.want)
+				}
+				continue
+			}
+			if st != served || rails.hosts[r] != tc.hosts || o.comms[r].hosts != tc.hosts {
+				t.Errorf("%d virtual hosts, rank %d: state %d (%s), rails for %d hosts; want served across %d", tc.hosts, r, st, why, rails.hosts[r], tc.hosts)
+			}
+		}
+	}
+}
+
+// TestSettingsVirtualHosts: DETCOLL_VIRTUAL_HOSTS takes a positive number.
+func TestSettingsVirtualHosts(t *testing.T) {
+	for v, want := range map[string]int{"": 0, "1": 1, "4": 4} {
+		s, err := SettingsFromEnv(func(k string) string {
+			if k == EnvVirtualHosts {
+				return v
+			}
+			return ""
+		})
+		if err != nil || s.VirtualHosts != want {
+			t.Errorf("%s=%q: %d, %v; want %d", EnvVirtualHosts, v, s.VirtualHosts, err, want)
+		}
+	}
+	for _, v := range []string{"0", "-2", "two"} {
+		if _, err := SettingsFromEnv(func(k string) string {
+			if k == EnvVirtualHosts {
+				return v
+			}
+			return ""
+		}); err == nil {
+			t.Errorf("%s=%q: accepted", EnvVirtualHosts, v)
+		}
+	}
+}

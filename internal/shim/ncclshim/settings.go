@@ -44,6 +44,11 @@ const (
 	EnvReport   = settings.NCCLReport // a file: the JSON record of what went where, written at exit
 	EnvRealNCCL = settings.RealNCCL   // the real libnccl.so.2 (read by the C boundary)
 	EnvHosts    = settings.NCCLHosts  // "delegate" or "serve": communicators across hosts
+	// EnvVirtualHosts (an integer H) splits every communicator's ranks
+	// into H machines of consecutive ranks, whatever machines they are on:
+	// one machine then runs the several-machine path (with NCCL's own
+	// host split by NCCL_HOSTID, and its P2P and SHM transports off).
+	EnvVirtualHosts = settings.VirtualHosts
 )
 
 // Defaults. A served communicator holds at most DefaultMemory of device
@@ -72,6 +77,10 @@ type Settings struct {
 	// machines, over rails of NCCL communicators of their own
 	// (DETCOLL_NCCL_HOSTS=serve); by default they are handed to NCCL.
 	AcrossHosts bool
+	// VirtualHosts, when above 0, is the number of machines every
+	// communicator's ranks are split into, consecutively
+	// (DETCOLL_VIRTUAL_HOSTS): to run the several-machine path on one.
+	VirtualHosts int
 }
 
 // SettingsFromEnv reads the settings; an unset variable means its default.
@@ -90,6 +99,13 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 		s.AcrossHosts = true
 	default:
 		return s, fmt.Errorf("%s=%q: want \"delegate\" or \"serve\"", EnvHosts, v)
+	}
+	if v := getenv(EnvVirtualHosts); v != "" {
+		h, err := strconv.Atoi(v)
+		if err != nil || h < 1 {
+			return s, fmt.Errorf("%s=%q: want a number of machines, at least 1", EnvVirtualHosts, v)
+		}
+		s.VirtualHosts = h
 	}
 	switch v := getenv(EnvSetup); v {
 	case "", "lazy":

@@ -73,6 +73,13 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 		unserve("detcoll could not set it up: %v", err)
 		return
 	}
+	if h := s.settings.VirtualHosts; h > 0 {
+		var why string
+		if ids, why = virtualMachines(ids, h); why != "" {
+			unserve("%s", why)
+			return
+		}
+	}
 	hosts, why := machines(ids, s.settings.AcrossHosts)
 	if why != "" {
 		unserve("%s", why)
