@@ -118,12 +118,15 @@ check_torch() {
 
 # check_torch_hosts H P: H hosts of P ranks on the one GPU: the library
 # splits its communicators into H machines (DETCOLL_VIRTUAL_HOSTS), and
-# NCCL, its rails and torch's own communicators alike, takes each host's
-# ranks for a host of their own (NCCL_HOSTID) reached over sockets ($NET).
+# NCCL (torch's communicators and the library's rails) takes every rank
+# for a host of its own (NCCL_HOSTID per rank), reached over sockets
+# ($NET): NCCL refuses two ranks of one host on one GPU ("Duplicate GPU
+# detected", hosts-lib-2026-12-02 run 1), which detcoll's IPC between a
+# host's ranks does not mind.
 check_torch_hosts() {
 	local h=$1 per=$2 lib=$G/libdetcoll-nccl.so real hosts=$O/hosts-$1x$2.sh
 	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
-	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$((RANK / %d))\nexec "$@"\n' "$per" > "$hosts"
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
 	chmod +x "$hosts"
 	mps_start
 	step torch-hosts-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-hosts-${h}x$per-%p.json \

@@ -60,6 +60,7 @@ type commRecord struct {
 	Rank        int     `json:"rank"`
 	Device      int     `json:"device"`
 	Served      bool    `json:"served"`
+	Hosts       int     `json:"hosts,omitempty"` // machines it is served across (1: one)
 	Why         string  `json:"why,omitempty"`
 	Capacity    int64   `json:"capacity_bytes,omitempty"`
 	BufferBytes int64   `json:"buffer_bytes,omitempty"`

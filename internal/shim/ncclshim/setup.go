@@ -27,7 +27,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 	start := time.Now()
 	defer func() {
 		took := time.Since(start)
-		s.rec.setup(commRecord{World: c.world, Rank: c.rank, Device: c.device, Served: c.state == served, Why: c.why,
+		s.rec.setup(commRecord{World: c.world, Rank: c.rank, Device: c.device, Served: c.state == served, Hosts: c.hosts, Why: c.why,
 			Capacity: c.capacity, BufferBytes: c.buffer, SetupMS: float64(took.Microseconds()) / 1e3})
 		if s.Debug == nil {
 			return
