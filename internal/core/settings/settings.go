@@ -98,7 +98,7 @@ var Vars = []Var{
 	{Timeout, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "Options.Timeout of the communicators it opens"},
 	{NCCLMemory, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "device memory per served communicator (default 64 MiB)"},
 	{NCCLSetup, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`lazy` (default: at the first served call) or `init`"},
-	{NCCLHosts, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`delegate` (default: communicators whose ranks are on several machines go to NCCL) or `serve` (detcoll serves them over rails of its own; not yet run on GPUs)"},
+	{NCCLHosts, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`delegate` (default: communicators whose ranks are on several machines go to NCCL) or `serve` (detcoll serves them over rails of its own; run on one GPU as virtual machines, not yet on separate ones)"},
 	{NCCLReport, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "a JSON record of every call, written at exit (`%p`: the process id)"},
 	{NCCLDebug, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "`1`: the library's debug lines on stderr"},
 	{NCCLCPUProfile, "libdetcoll-nccl (docs/nccl.md)", "the library's load", false, "a file for a Go CPU profile of the library"},

@@ -53,7 +53,7 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 		return 1, unservable(ids)
 	}
 	if !across {
-		return len(starts), fmt.Sprintf("its ranks are on several hosts (%d machines: rank 0 on %s, rank %d on %s): detcoll serves it with %s=serve (not yet run on GPUs); until then NCCL does",
+		return len(starts), fmt.Sprintf("its ranks are on several hosts (%d machines: rank 0 on %s, rank %d on %s): detcoll serves it with %s=serve (opt-in: docs/nccl.md says why); until then NCCL does",
 			len(starts), ids[0].Host, starts[1], ids[starts[1]].Host, EnvHosts)
 	}
 	per := len(ids) / len(starts)
