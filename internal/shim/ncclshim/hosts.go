@@ -26,8 +26,10 @@ type RailsFunc func(ctx context.Context, o detcoll.Options, setup railnccl.Setup
 // how many, or why detcoll cannot serve them: a machine whose ranks are
 // not consecutive, machines of unequal or not power-of-two numbers of
 // ranks, ranks of one machine that cannot share memory (unservable), or
-// several machines when across is off. Every rank computes it from the
-// same round, so all agree.
+// several machines when across is off. With across on, ranks of a
+// machine that cannot share memory are served each as a host of its own
+// instead (apart), on every machine alike. Every rank computes it from
+// the same round, so all agree.
 func machines(ids []identity, across bool) (hosts int, why string) {
 	for p, id := range ids {
 		if id.Boot == "" {
@@ -50,7 +52,11 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 		starts = append(starts, p)
 	}
 	if len(starts) == 1 {
-		return 1, unservable(ids)
+		why := unservable(ids)
+		if why != "" && across && len(ids) > 1 && apart(ids) {
+			return len(ids), ""
+		}
+		return 1, why
 	}
 	if !across {
 		return len(starts), fmt.Sprintf("its ranks are on several hosts (%d machines: rank 0 on %s, rank %d on %s): detcoll serves it with %s=serve (opt-in: docs/nccl.md says why); until then NCCL does",
@@ -66,6 +72,9 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 			return 0, fmt.Sprintf("its %d machines hold different numbers of its ranks (rank %d's holds %d): detcoll needs the same number on each", len(starts), s, end-s)
 		}
 		if why := unservable(ids[s:end]); why != "" {
+			if apart(ids) {
+				return len(ids), ""
+			}
 			return 0, fmt.Sprintf("on the machine of ranks %d to %d: %s", s, end-1, why)
 		}
 	}
@@ -92,6 +101,29 @@ func virtualMachines(ids []identity, h int) ([]identity, string) {
 		out[p] = id
 	}
 	return out, ""
+}
+
+// apart reports whether ranks that cannot all share memory on their
+// machine (other PID namespaces: a container per GPU, as Kubernetes
+// starts them) can be served each as a host of its own, along the rails
+// alone: every rank a process of its own. Then machines gives every rank
+// its own host rather than hand the communicator to NCCL: the flat tree
+// nests over hosts of one rank, at the cost of NCCL's transport between
+// ranks that CUDA IPC could have joined.
+func apart(ids []identity) bool {
+	type process struct {
+		boot, ns string
+		pid      int
+	}
+	seen := map[process]bool{}
+	for _, id := range ids {
+		p := process{id.Boot, id.PIDNS, id.PID}
+		if id.Boot == "" || id.PIDNS == "" || seen[p] {
+			return false
+		}
+		seen[p] = true
+	}
+	return true
 }
 
 // railSetup is the setup's rendezvous as the rails' Setup: their rounds

@@ -257,3 +257,56 @@ func TestSettingsVirtualHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestApartRanksServedAlongRails: ranks of one machine that cannot share
+// memory (a PID namespace each, as containers have) are served with
+// DETCOLL_NCCL_HOSTS=serve as hosts of one rank each, along the rails; on
+// two machines too. Without serve, or where two ranks are one process,
+// the communicator is handed to NCCL, saying why.
+func TestApartRanksServedAlongRails(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		across   bool
+		machines int
+		id       func(r, pid int) identity
+		want     string // "" when served, a rank per host
+	}{
+		{"one machine, a namespace each", true, 1, func(r, pid int) identity {
+			return identity{Host: "gpu0", Boot: "boot0", PIDNS: fmt.Sprintf("pid:[%d]", r), PID: pid}
+		}, ""},
+		{"two machines, a namespace each", true, 2, func(r, pid int) identity {
+			return identity{Host: fmt.Sprintf("gpu%d", r/2), Boot: fmt.Sprintf("boot%d", r/2), PIDNS: fmt.Sprintf("pid:[%d]", r), PID: pid}
+		}, ""},
+		{"not opted in", false, 1, func(r, pid int) identity {
+			return identity{Host: "gpu0", Boot: "boot0", PIDNS: fmt.Sprintf("pid:[%d]", r), PID: pid}
+		}, "different PID namespaces"},
+		{"one process", true, 1, func(r, pid int) identity {
+			return identity{Host: "gpu0", Boot: "boot0", PIDNS: "pid:[1]", PID: 7}
+		}, "one process"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := atInit()
+			s.AcrossHosts = tc.across
+			rails := &fakeRails{}
+			o := &fakeOpen{steps: 2}
+			_, shims := job(4, o.open, s)
+			for r, sh := range shims {
+				sh.self = func(pid int) identity { return tc.id(r, pid) }
+				sh.rails = rails.rails
+			}
+			initAll(t, shims)
+			for r, sh := range shims {
+				st, why := stateOf(sh, Handle(r+1))
+				if tc.want != "" {
+					if st != unserved || !strings.Contains(why, tc.want) {
+						t.Errorf("rank %d: state %d, why %q; want unserved, %q", r, st, why, tc.want)
+					}
+					continue
+				}
+				if st != served || rails.hosts[r] != 4 || o.comms[r].hosts != 4 {
+					t.Errorf("rank %d: state %d (%s), rails for %d hosts; want served across 4 hosts of one rank", r, st, why, rails.hosts[r])
+				}
+			}
+		})
+	}
+}
