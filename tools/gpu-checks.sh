@@ -1,24 +1,20 @@
-# The behaviour checks of a change on the GPU machine, for device run
-# scripts: source it after tools/gpu-run-lib.sh, with O (the output folder)
-# and G (the unpacked binaries, .gpu) set, and call the checks the change
-# needs. Each runs under MPS where ranks share the GPU (W >= 2 on one
+# The behaviour checks of a change on the GPU machine, for device runs:
+# tools/gpu-run.sh sources it (with O, the output folder, and G, the
+# unpacked binaries, set) before a run's steps, which call the checks the
+# change needs. Each runs under MPS where ranks share the GPU (W >= 2 on one
 # GPU), as ../shared/gpu/README.md says, and leaves its logs, JSON and a
 # line per step in $O/summary.txt; check_summary appends what passed and
-# failed. Binaries: tools/gpu-build.sh. A run script, carrying [".gpuz"]:
+# failed. Binaries: tools/gpu-build.sh. A run's steps file, run by
+# `bash tools/gpu-run.sh STEPS` carrying [".gpuz"], is for example:
 #
-#	set -u
-#	O=${OUT:?}/r; G=$PWD/.gpu; mkdir -p "$O"
-#	. tools/gpu-unpack.sh
-#	. tools/gpu-run-lib.sh
-#	. tools/gpu-checks.sh
-#	cp .gpu/commit.txt "$O/"
-#	check_conformance; check_verify 2 4 8; check_hosts; check_kills; check_summary
-#	(issue 23's next run: check_operators 2 4 8; check_fsdp; check_summary)
+#	check_aot
+#	check_conformance; check_verify 2 4 8; check_hosts; check_kills
 #
+#	check_aot             the kernels built ahead of time, into $O/aot (and the kernel cache, for the steps after it)
 #	check_conformance     the conformance suite: W=1, then W=2 and wider (3, 4, 8), two and four communicators
 #	check_verify N...     detcoll verify --backend cuda at each W
 #	check_hosts           verify across two and four virtual hosts (NCCL on sockets), 1 and 2 ranks a host
-#	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two
+#	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two (KILL_WHERE, KILL_REPEATS)
 #	check_operators N...  every operator: the conformance operator and mismatch cases, verify and a soak at each W
 #	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
 #	check_torch           gpu_torch.py (every reduction torch makes, against the reference) under the library at W=2
@@ -29,6 +25,11 @@
 # transport, as between machines.
 NET="NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1"
 export DETCOLL_CUDA_SHARE_DEVICES=1 # ranks past the GPUs share them
+
+check_aot() {
+	step aot 180 "$G/aot" -out "$O/aot" -cache
+	ls -la "$O/aot" >> "$O/summary.txt"
+}
 
 check_conformance() {
 	step conformance-w1 150 "$G/cuda.test" -test.run 'TestConformanceGPU' -test.v -test.timeout 140s
@@ -55,15 +56,19 @@ check_hosts() {
 }
 
 # A client killed under MPS may keep the daemon from taking new ones for a
-# moment: each kill gets a fresh daemon. KILL_REPEATS (default 1) runs
-# each kill that many times; KILL_WHERE (default "one-host two-hosts")
-# picks the layouts.
+# moment: each kill gets a fresh daemon. KILL_WHERE (default "one-host
+# two-hosts") picks the layouts: one-host (2 ranks), two-hosts (2 virtual
+# hosts of 1 rank), two-hosts-of-two (2 of 2). KILL_REPEATS (default 1)
+# runs each kill that many times, the killed rank going down from the last
+# (rank 0 hosts the store).
 check_kills() {
-	local where during i
-	local K="--backend cuda -n 2 --max-bytes 1MiB --duration 8s"
+	local where during i n rank VH
 	for where in ${KILL_WHERE:-one-host two-hosts}; do
-		local VH=env
-		[ $where = two-hosts ] && VH="env $NET DETCOLL_VIRTUAL_HOSTS=2"
+		n=2 VH=env
+		case $where in
+		two-hosts) VH="env $NET DETCOLL_VIRTUAL_HOSTS=2" ;;
+		two-hosts-of-two) n=4 VH="env $NET DETCOLL_VIRTUAL_HOSTS=2" ;;
+		esac
 		for during in open call close; do
 			local after=
 			case $during in
@@ -71,8 +76,10 @@ check_kills() {
 			call) after="--kill-rank-after 1s" ;;
 			esac
 			for i in $(seq "${KILL_REPEATS:-1}"); do
+				rank=$((n - 1 - (i - 1) % n))
 				mps_start
-				step kill-$where-$during-$i 40 $VH "$G/detcoll" soak $K $after --kill-during $during --output "$O/kill-$where-$during-$i.json"
+				step kill-$where-$during-$i 40 $VH "$G/detcoll" soak --backend cuda -n $n --max-bytes 1MiB --duration 8s \
+					--kill-rank $rank $after --kill-during $during --output "$O/kill-$where-$during-$i.json"
 				mps_stop
 				grep -h "^kill:" "$O/kill-$where-$during-$i.log" | head -1 >> "$O/summary.txt"
 			done
