@@ -19,6 +19,7 @@
 #	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
 #	check_torch           gpu_torch.py (every reduction torch makes, against the reference) under the library at W=2
 #	check_torch_hosts H P gpu_torch.py under the library across H virtual hosts of P ranks (DETCOLL_NCCL_HOSTS=serve)
+#	check_latency_hosts H P  gpu_latency.py across H virtual hosts of P ranks: NCCL alone, then the library serving
 #	check_summary         the verdicts of the logs, into summary.txt
 
 # NET sends NCCL's traffic between virtual hosts through its socket
@@ -139,6 +140,23 @@ check_torch_hosts() {
 	step torch-hosts-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-hosts-${h}x$per-%p.json \
 		DETCOLL_NCCL_HOSTS=serve DETCOLL_VIRTUAL_HOSTS=$h $NET CHUNK_ELEMENTS=1000000 \
 		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-hosts-${h}x$per.json"
+	mps_stop
+}
+
+# check_latency_hosts H P: torch's all_reduce timed (gpu_latency.py) in
+# check_torch_hosts's layout, under NCCL alone and then under the library
+# serving across the hosts: the ratio the issue asks for, in one call.
+check_latency_hosts() {
+	local h=$1 per=$2 lib=$G/libdetcoll-nccl.so real hosts=$O/hosts-$1x$2.sh
+	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
+	chmod +x "$hosts"
+	mps_start
+	step latency-nccl-${h}x$per 180 env $NET \
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_latency.py "$O/latency-nccl-${h}x$per.json" nccl
+	step latency-detcoll-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-latency-${h}x$per-%p.json \
+		DETCOLL_NCCL_HOSTS=serve DETCOLL_VIRTUAL_HOSTS=$h $NET \
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_latency.py "$O/latency-detcoll-${h}x$per.json" detcoll
 	mps_stop
 }
 

@@ -20,7 +20,8 @@ import torch.distributed as dist
 def main():
     out, label = sys.argv[1], sys.argv[2]
     dist.init_process_group("nccl")
-    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+    # Ranks may share a GPU (virtual hosts on one GPU).
+    torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
     rows = []
     for size in (1 << 10, 1 << 16, 1 << 18, 1 << 20, 1 << 24, 1 << 26):
         x = torch.randn(size // 2, dtype=torch.bfloat16, device="cuda")
