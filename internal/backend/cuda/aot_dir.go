@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/detcoll/detcoll/internal/core/settings"
 )
@@ -21,6 +22,9 @@ var aotFiles fs.FS = aotFolder(settings.Get(settings.AOTDir))
 func aotFolder(dir string) fs.FS {
 	if dir == "" {
 		return noFiles{}
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs // as the caller meant it, whatever the working directory later
 	}
 	return os.DirFS(dir)
 }

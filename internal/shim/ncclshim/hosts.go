@@ -96,7 +96,9 @@ func virtualMachines(ids []identity, h int) ([]identity, string) {
 	out := make([]identity, len(ids))
 	for p, id := range ids {
 		m := p / per
-		id.Boot = fmt.Sprintf("%s/virtual-%d", id.Boot, m)
+		if id.Boot != "" { // unknown stays unknown: machines refuses it
+			id.Boot = fmt.Sprintf("%s/virtual-%d", id.Boot, m)
+		}
 		id.Host = fmt.Sprintf("%s/virtual-%d", id.Host, m)
 		out[p] = id
 	}

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/nccl"
+	"github.com/detcoll/detcoll/internal/job/proc"
 	railnccl "github.com/detcoll/detcoll/nccl"
 )
 
@@ -293,10 +295,25 @@ func TestApartRanksServedAlongRails(t *testing.T) {
 			for r, sh := range shims {
 				sh.self = func(pid int) identity { return tc.id(r, pid) }
 				sh.rails = rails.rails
+				// As kill(pid, 0) sees it: a process of another PID
+				// namespace is not there.
+				own := tc.id(r, 0).PIDNS
+				sh.alive = func(id identity) bool { return id.PIDNS == own }
 			}
 			initAll(t, shims)
+			time.Sleep(4 * proc.PollEvery) // the liveness watch must leave the others be
 			for r, sh := range shims {
 				st, why := stateOf(sh, Handle(r+1))
+				if tc.want == "" {
+					if c := sh.lookup(Handle(r + 1)); c == nil || c.rdv == nil {
+						t.Errorf("rank %d: no rendezvous", r)
+					} else if err := c.rdv.Err(); err != nil {
+						t.Errorf("rank %d: its rendezvous failed (the liveness watch looked across namespaces?): %v", r, err)
+					}
+					if res, v := sh.Do(sum(Handle(r+1), 0x1000, 0x2000, 64, 0x42), 0); res != 0 || v != Done {
+						t.Errorf("rank %d: AllReduce = %d, verdict %v; want it served", r, res, v)
+					}
+				}
 				if tc.want != "" {
 					if st != unserved || !strings.Contains(why, tc.want) {
 						t.Errorf("rank %d: state %d, why %q; want unserved, %q", r, st, why, tc.want)
@@ -305,6 +322,41 @@ func TestApartRanksServedAlongRails(t *testing.T) {
 				}
 				if st != served || rails.hosts[r] != 4 || o.comms[r].hosts != 4 {
 					t.Errorf("rank %d: state %d (%s), rails for %d hosts; want served across 4 hosts of one rank", r, st, why, rails.hosts[r])
+				}
+			}
+		})
+	}
+}
+
+// TestVirtualHostsKeepWhatIsKnown: the virtual split does not make one
+// process two, nor a rank of unknown machine known.
+func TestVirtualHostsKeepWhatIsKnown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		id   func(r, pid int) identity
+		want string
+	}{
+		{"one process on two virtual machines", func(r, pid int) identity {
+			return identity{Host: "gpu0", Boot: "boot0", PIDNS: fmt.Sprintf("pid:[%d]", r%2), PID: 7 + r%2}
+		}, "one process"},
+		{"no boot id", func(r, pid int) identity {
+			return identity{Host: "gpu0", PIDNS: "pid:[1]", PID: pid}
+		}, "boot ids"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := atInit()
+			s.AcrossHosts, s.VirtualHosts = true, 2
+			rails := &fakeRails{}
+			o := &fakeOpen{steps: 2}
+			_, shims := job(4, o.open, s)
+			for r, sh := range shims {
+				sh.self = func(pid int) identity { return tc.id(r, pid) }
+				sh.rails = rails.rails
+			}
+			initAll(t, shims)
+			for r, sh := range shims {
+				if st, why := stateOf(sh, Handle(r+1)); st != unserved || !strings.Contains(why, tc.want) {
+					t.Errorf("rank %d: state %d, why %q; want unserved, %q", r, st, why, tc.want)
 				}
 			}
 		})

@@ -80,10 +80,11 @@ func (r *rendezvous) watch(ids []identity, alive func(identity) bool, stop <-cha
 		case <-t.C:
 		}
 		for p, id := range ids {
-			// Only this machine's processes can be looked at; the other
-			// machines' ranks fail through the rails (NCCL's errors) or
-			// the timeout.
-			if p == r.rank || id.Boot != ids[r.rank].Boot || alive(id) {
+			// Only the processes of this machine and PID namespace can
+			// be looked at (a pid means nothing in another namespace);
+			// the others fail through the rails (NCCL's errors) or the
+			// timeout.
+			if p == r.rank || !proc.SameMachine(id, ids[r.rank]) || alive(id) {
 				continue
 			}
 			r.setFailed(&detcoll.RankError{Rank: p, Err: detcoll.ErrPeerLost,
