@@ -48,6 +48,8 @@ type Interconnect struct {
 	freed   bool
 	aborted atomic.Pointer[chan struct{}] // closed when the abort (fail) or destroy (free) started has returned; nil if none
 	late    atomic.Int32                  // ncclCommInitRanks given up on, still running
+	// abortedAt is when the failure's aborts returned (unix ns), 0 before.
+	abortedAt atomic.Int64
 
 	stopping atomic.Bool // a failure is being recorded: no call may touch the comms
 	cause    atomic.Pointer[error]
@@ -414,7 +416,10 @@ func (ic *Interconnect) fail(err error) error {
 	}
 	ic.stopping.Store(true) // from now on no call touches the communicators
 	if !ic.freed {
-		ic.release(ic.abortAll)
+		ic.release(func() {
+			ic.abortAll()
+			ic.abortedAt.Store(time.Now().UnixNano())
+		})
 	}
 	ic.cause.Store(&err)
 	close(ic.done)
@@ -442,6 +447,19 @@ func (ic *Interconnect) abortAll() {
 		}()
 	}
 	wg.Wait()
+}
+
+// Aborted says whether the rail failed and, if so, when ncclCommAbort had
+// returned for both its communicators (the zero time: not yet, or
+// never). The tools report it beside a kill's time to error.
+func (ic *Interconnect) Aborted() (failed bool, at time.Time) {
+	if ic.cause.Load() == nil {
+		return false, time.Time{}
+	}
+	if ns := ic.abortedAt.Load(); ns != 0 {
+		return true, time.Unix(0, ns)
+	}
+	return true, time.Time{}
 }
 
 // abortWait bounds the wait for ncclCommAbort in fail.

@@ -106,6 +106,10 @@ func TestFailOnce(t *testing.T) {
 	ms := twoRanks(t)
 	ic := rail(ms[0], 0)
 	first := errors.New("first")
+	if failed, at := ic.Aborted(); failed || !at.IsZero() {
+		t.Fatalf("Aborted before any failure = %v, %v", failed, at)
+	}
+	before := time.Now()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -124,6 +128,9 @@ func TestFailOnce(t *testing.T) {
 	}
 	if err := ic.Err(); err == nil || !ic.freed {
 		t.Fatalf("Err = %v, freed = %v; want a cause and the communicators gone", err, ic.freed)
+	}
+	if failed, at := ic.Aborted(); !failed || at.Before(before) || at.After(time.Now()) {
+		t.Errorf("Aborted after the failure = %v, %v; want true and when the aborts returned", failed, at)
 	}
 	cause := ic.Err()
 	if got := ic.fail(errors.New("again")); got != cause {

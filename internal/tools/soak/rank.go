@@ -40,10 +40,16 @@ type Survivor struct {
 	// EnteredOpenAfterKillMS is how long after the kill this rank began
 	// Open; 0 if it began before.
 	EnteredOpenAfterKillMS float64 `json:"entered_open_after_kill_ms,omitempty"`
-	CloseError             string  `json:"close_error"`
-	CloseMS                float64 `json:"close_ms"` // Close's duration
-	OK                     bool    `json:"ok"`
-	Why                    string  `json:"why,omitempty"` // why not OK
+	// RailAbortMS is, across hosts on GPUs (package nccl's rails), how
+	// long after the kill the rail's ncclCommAbort had returned for both
+	// its communicators; RailAbortHung says the rail failed and its
+	// aborts had not returned when the rank finished.
+	RailAbortMS   float64 `json:"rail_abort_ms,omitempty"`
+	RailAbortHung bool    `json:"rail_abort_hung,omitempty"`
+	CloseError    string  `json:"close_error"`
+	CloseMS       float64 `json:"close_ms"` // Close's duration
+	OK            bool    `json:"ok"`
+	Why           string  `json:"why,omitempty"` // why not OK
 }
 
 // KillRecord is what the killed rank writes just before its SIGKILL.
@@ -102,6 +108,9 @@ func RunRank(ctx context.Context, rank, world int, opts detcoll.Options, cfg Con
 				c.Close(cctx)
 				cancel()
 			}
+		}
+		if a, ok := opts.Interconnect.(interface{ Aborted() (bool, time.Time) }); ok {
+			res.railFailed, res.railAbortAt = a.Aborted()
 		}
 		if kill != nil && !victim {
 			res.Survivor = survive(cfg.Dir, kill, res)
@@ -253,6 +262,10 @@ func survive(dir string, k *Kill, res *RankResult) *Survivor {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	if rec.At != 0 && !res.railAbortAt.IsZero() {
+		s.RailAbortMS = ms(res.railAbortAt.Sub(time.Unix(0, rec.At)))
+	}
+	s.RailAbortHung = res.railFailed && res.railAbortAt.IsZero()
 	if rec.At != 0 {
 		from := time.Unix(0, rec.At)
 		if !res.openAt.IsZero() && res.openAt.After(from) {
@@ -270,6 +283,10 @@ func survive(dir string, k *Kill, res *RankResult) *Survivor {
 		s.Why = "the killed rank left no record of its kill"
 	case s.TimeToErrorMS > ms(k.Bound):
 		s.Why = fmt.Sprintf("the error came %.1f ms after the kill (or after this rank entered Open, if later), over the bound of %v", s.TimeToErrorMS, k.Bound)
+	case s.RailAbortHung:
+		// Its NCCL kernels may still spin, and freeing device memory
+		// would wait for them: the rail must stop, not only report.
+		s.Why = "the rail's ncclCommAbort had not returned when the rank finished"
 	default:
 		s.OK = true
 	}

@@ -309,7 +309,14 @@ func Print(w io.Writer, s *Summary) {
 				if sv.EnteredOpenAfterKillMS > 0 {
 					late = fmt.Sprintf(" (it entered Open %.2f ms after the kill)", sv.EnteredOpenAfterKillMS)
 				}
-				fmt.Fprintf(w, "  rank %d: %s in %s after %.2f ms%s; close %.1f ms\n", r.Rank, verdict(sv.OK), orNone(sv.Phase), sv.TimeToErrorMS, late, sv.CloseMS)
+				rail := ""
+				switch {
+				case sv.RailAbortHung:
+					rail = "; the rail's abort had not returned"
+				case sv.RailAbortMS != 0:
+					rail = fmt.Sprintf("; the rail's abort returned %.2f ms after the kill", sv.RailAbortMS)
+				}
+				fmt.Fprintf(w, "  rank %d: %s in %s after %.2f ms%s%s; close %.1f ms\n", r.Rank, verdict(sv.OK), orNone(sv.Phase), sv.TimeToErrorMS, late, rail, sv.CloseMS)
 			}
 		}
 	}
