@@ -12,7 +12,7 @@ const module = "github.com/detcoll/detcoll"
 // library are the module's packages that the library (the root package)
 // may depend on: the backends and what they stand on.
 var library = []string{
-	"", "internal/core/base", "internal/backend/cpu", "internal/backend/cuda", "internal/binding/driver", "internal/job/jobenv",
+	"", "internal/core/base", "internal/backend/cpu", "internal/backend/cuda", "internal/binding/dl", "internal/binding/driver", "internal/job/jobenv",
 	"internal/backend/hier", "internal/core/num", "internal/core/proto", "internal/core/settings", "internal/job/proc", "internal/job/store", "internal/core/tree",
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/detcoll/detcoll/internal/binding/dl"
 	"github.com/detcoll/detcoll/internal/core/settings"
 )
 
@@ -103,13 +104,13 @@ func Libraries() (cuda, nvrtc string) {
 func openLibrary(which C.int, what string, candidates []string) (string, error) {
 	var tried []string
 	for _, name := range candidates {
-		h, err := dlopen(name)
+		h, err := dl.Open(name)
 		if err != nil {
 			tried = append(tried, err.Error())
 			continue
 		}
 		if err := resolve(which, h, name); err != nil {
-			dlclose(h) // nothing of it was called, so closing is safe
+			dl.Close(h) // nothing of it was called, so closing is safe
 			return "", fmt.Errorf("%w: %s %s: %v", ErrUnavailable, what, name, err)
 		}
 		return name, nil
@@ -141,7 +142,7 @@ func resolve(which C.int, h unsafe.Pointer, name string) error {
 			if sym == nil {
 				break
 			}
-			q, err := dlsym(h, name, sym)
+			q, err := dl.Sym(h, name, C.GoString(sym))
 			if err == nil {
 				p = q
 				break

@@ -144,6 +144,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/detcoll/detcoll/internal/binding/dl"
 	"github.com/detcoll/detcoll/internal/binding/driver"
 )
 
@@ -176,13 +177,13 @@ func Load() error {
 	var tried []string
 	names := candidates()
 	for _, name := range names {
-		h, err := dlopen(name)
+		h, err := dl.Open(name)
 		if err != nil {
 			tried = append(tried, err.Error())
 			continue
 		}
 		if err := resolve(h, name); err != nil {
-			dlclose(h) // nothing of it was called
+			dl.Close(h) // nothing of it was called
 			return fmt.Errorf("%w: NCCL %s: %v", ErrUnavailable, name, err)
 		}
 		lib.name = name
@@ -194,7 +195,7 @@ func Load() error {
 // resolve fills the symbol table from h; on failure it leaves it empty.
 func resolve(h unsafe.Pointer, name string) error {
 	for i := range int(C.dcn_count()) {
-		p, err := dlsym(h, name, C.dcn_name(C.int(i)))
+		p, err := dl.Sym(h, name, C.GoString(C.dcn_name(C.int(i))))
 		if err != nil {
 			if i >= int(C.dcn_required()) {
 				continue // optional

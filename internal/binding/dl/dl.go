@@ -1,8 +1,9 @@
 //go:build cgo && linux
 
-package driver
+package dl
 
 /*
+#cgo LDFLAGS: -ldl
 #include <dlfcn.h>
 #include <stdlib.h>
 */
@@ -14,13 +15,13 @@ import (
 	"unsafe"
 )
 
-// The dl* wrappers lock the OS thread around each call and its dlerror,
-// because dlerror reports the last failure of the calling thread, and a
-// goroutine may otherwise move between threads in between.
+// Each call locks the OS thread around itself and its dlerror, because
+// dlerror reports the last failure of the calling thread, and a goroutine
+// may otherwise move between threads in between.
 
-// dlopen opens name (a path or a soname) with every symbol bound now, so
+// Open opens name (a path or a soname) with every symbol bound now, so
 // that a broken library fails here rather than at its first call.
-func dlopen(name string) (unsafe.Pointer, error) {
+func Open(name string) (unsafe.Pointer, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cname := C.CString(name)
@@ -33,22 +34,22 @@ func dlopen(name string) (unsafe.Pointer, error) {
 	return h, nil
 }
 
-// dlsym resolves sym in the library h opened as lib.
-func dlsym(h unsafe.Pointer, lib string, sym *C.char) (unsafe.Pointer, error) {
+// Sym resolves sym in the library h, which Open opened as lib.
+func Sym(h unsafe.Pointer, lib, sym string) (unsafe.Pointer, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	csym := C.CString(sym)
+	defer C.free(unsafe.Pointer(csym))
 	C.dlerror()
-	p := C.dlsym(h, sym)
+	p := C.dlsym(h, csym)
 	if p == nil {
-		return nil, fmt.Errorf("dlsym %s in %s: %s", C.GoString(sym), lib, dlerror())
+		return nil, fmt.Errorf("dlsym %s in %s: %s", sym, lib, dlerror())
 	}
 	return p, nil
 }
 
-// dlclose drops a handle whose symbols are no longer referenced.
-func dlclose(h unsafe.Pointer) {
-	C.dlclose(h)
-}
+// Close drops a handle whose symbols are no longer referenced.
+func Close(h unsafe.Pointer) { C.dlclose(h) }
 
 // dlerror must run on the thread of the failed call.
 func dlerror() string {
