@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -302,5 +303,37 @@ func TestRunRankPanic(t *testing.T) {
 	sum := Build(Setup{Config: cfg, Options: opts, World: 1, Leaked: Leaks(shm)}, ranks, kill)
 	if sum.Pass || len(sum.Problems) != 1 || !strings.Contains(sum.Problems[0], "panic") {
 		t.Errorf("summary: pass %v, problems %q; want one problem naming the panic", sum.Pass, sum.Problems)
+	}
+}
+
+// TestSurviveRailAbort: a survivor across hosts reports how long after
+// the kill its rail's aborts returned, and fails when its rail failed
+// and they had not returned.
+func TestSurviveRailAbort(t *testing.T) {
+	dir := t.TempDir()
+	killed := time.Now()
+	if err := writeJSON(killFile(dir), KillRecord{Rank: 1, Phase: PhaseCall, At: killed.UnixNano()}); err != nil {
+		t.Fatal(err)
+	}
+	k := &Kill{Rank: 1, During: PhaseCall, Bound: time.Second}
+	lost := &detcoll.RankError{Rank: 1, Err: detcoll.ErrPeerLost}
+	for _, tc := range []struct {
+		name    string
+		failed  bool
+		abortAt time.Time
+		ok      bool
+		abortMS float64
+	}{
+		{"no rails", false, time.Time{}, true, 0},
+		{"aborts returned", true, killed.Add(300 * time.Millisecond), true, 300},
+		{"aborts pending", true, time.Time{}, false, 0},
+	} {
+		res := &RankResult{Rank: 0, Error: lost.Error()}
+		res.err, res.errAt, res.phase = lost, killed.Add(500*time.Millisecond), PhaseCall
+		res.railFailed, res.railAbortAt = tc.failed, tc.abortAt
+		s := survive(dir, k, res)
+		if s.OK != tc.ok || math.Abs(s.RailAbortMS-tc.abortMS) > 1 || s.RailAbortHung != (tc.failed && tc.abortAt.IsZero()) {
+			t.Errorf("%s: OK %v (%s), rail abort %.1f ms, hung %v; want OK %v, %.0f ms", tc.name, s.OK, s.Why, s.RailAbortMS, s.RailAbortHung, tc.ok, tc.abortMS)
+		}
 	}
 }
