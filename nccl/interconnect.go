@@ -48,7 +48,8 @@ type Interconnect struct {
 	freed   bool
 	aborted atomic.Pointer[chan struct{}] // closed when the abort (fail) or destroy (free) started has returned; nil if none
 	late    atomic.Int32                  // ncclCommInitRanks given up on, still running
-	// abortedAt is when the failure's aborts returned (unix ns), 0 before.
+	// abortedAt is when the failure's aborts returned (unix ns); -1 while
+	// they run, 0 if none began.
 	abortedAt atomic.Int64
 
 	stopping atomic.Bool // a failure is being recorded: no call may touch the comms
@@ -416,6 +417,7 @@ func (ic *Interconnect) fail(err error) error {
 	}
 	ic.stopping.Store(true) // from now on no call touches the communicators
 	if !ic.freed {
+		ic.abortedAt.Store(-1)
 		ic.release(func() {
 			ic.abortAll()
 			ic.abortedAt.Store(time.Now().UnixNano())
@@ -449,17 +451,19 @@ func (ic *Interconnect) abortAll() {
 	wg.Wait()
 }
 
-// Aborted says whether the rail failed and, if so, when ncclCommAbort had
-// returned for both its communicators (the zero time: not yet, or
+// Aborted says whether the rail's failure aborted its NCCL communicators
+// (not when they had been destroyed already) and, if so, when
+// ncclCommAbort had returned for both (the zero time: not yet, or
 // never). The tools report it beside a kill's time to error.
-func (ic *Interconnect) Aborted() (failed bool, at time.Time) {
-	if ic.cause.Load() == nil {
+func (ic *Interconnect) Aborted() (aborting bool, at time.Time) {
+	switch ns := ic.abortedAt.Load(); {
+	case ns == 0:
 		return false, time.Time{}
-	}
-	if ns := ic.abortedAt.Load(); ns != 0 {
+	case ns < 0:
+		return true, time.Time{}
+	default:
 		return true, time.Unix(0, ns)
 	}
-	return true, time.Time{}
 }
 
 // abortWait bounds the wait for ncclCommAbort in fail.

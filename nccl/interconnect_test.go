@@ -132,6 +132,13 @@ func TestFailOnce(t *testing.T) {
 	if failed, at := ic.Aborted(); !failed || at.Before(before) || at.After(time.Now()) {
 		t.Errorf("Aborted after the failure = %v, %v; want true and when the aborts returned", failed, at)
 	}
+	// A rail freed before it failed aborts nothing.
+	freed := rail(ms[1], 1)
+	freed.free()
+	freed.fail(errors.New("after the free"))
+	if aborting, at := freed.Aborted(); aborting || !at.IsZero() {
+		t.Errorf("Aborted of a rail freed before its failure = %v, %v; want nothing", aborting, at)
+	}
 	cause := ic.Err()
 	if got := ic.fail(errors.New("again")); got != cause {
 		t.Errorf("fail after fail = %v; want the first cause %v", got, cause)

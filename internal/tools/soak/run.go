@@ -47,8 +47,8 @@ type RankResult struct {
 	// record and errAt, wall time, as the ranks are separate processes).
 	openAt time.Time
 	phase  string // where: PhaseOpen, PhaseCall, PhaseClose
-	// railFailed and railAbortAt are the rails' Aborted (package nccl),
-	// when the communicator has rails.
+	// railFailed (its failure aborted the rail) and railAbortAt are the
+	// rails' Aborted (package nccl), when the communicator has rails.
 	railFailed  bool
 	railAbortAt time.Time
 	// closeErr and closeMS are Close's outcome and duration (RunRank).
