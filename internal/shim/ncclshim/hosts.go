@@ -84,6 +84,26 @@ func machines(ids []identity, across bool) (hosts int, why string) {
 	return len(starts), ""
 }
 
+// machinesOf is machines under the settings, with the identities the
+// liveness watch is to take: with VirtualHosts, over the virtual split,
+// which needs every rank a process of its own on a known machine (one
+// process cannot be on two machines).
+func machinesOf(ids []identity, s Settings) (hosts int, why string, watched []identity) {
+	if s.VirtualHosts == 0 {
+		hosts, why = machines(ids, s.AcrossHosts)
+		return hosts, why, ids
+	}
+	if !apart(ids) {
+		return 0, fmt.Sprintf("%s needs every rank a process of its own on a known machine (boot id and PID namespace)", EnvVirtualHosts), ids
+	}
+	virtual, why := virtualMachines(ids, s.VirtualHosts)
+	if why != "" {
+		return 0, why, ids
+	}
+	hosts, why = machines(virtual, s.AcrossHosts)
+	return hosts, why, virtual
+}
+
 // virtualMachines splits ids into h machines of consecutive ranks
 // (Settings.VirtualHosts), each a boot id and host name of its own, so
 // that machines and the liveness watch take them for machines apart; or
@@ -96,9 +116,7 @@ func virtualMachines(ids []identity, h int) ([]identity, string) {
 	out := make([]identity, len(ids))
 	for p, id := range ids {
 		m := p / per
-		if id.Boot != "" { // unknown stays unknown: machines refuses it
-			id.Boot = fmt.Sprintf("%s/virtual-%d", id.Boot, m)
-		}
+		id.Boot = fmt.Sprintf("%s/virtual-%d", id.Boot, m)
 		id.Host = fmt.Sprintf("%s/virtual-%d", id.Host, m)
 		out[p] = id
 	}

@@ -338,10 +338,10 @@ func TestVirtualHostsKeepWhatIsKnown(t *testing.T) {
 	}{
 		{"one process on two virtual machines", func(r, pid int) identity {
 			return identity{Host: "gpu0", Boot: "boot0", PIDNS: fmt.Sprintf("pid:[%d]", r%2), PID: 7 + r%2}
-		}, "one process"},
+		}, "a process of its own"},
 		{"no boot id", func(r, pid int) identity {
 			return identity{Host: "gpu0", PIDNS: "pid:[1]", PID: pid}
-		}, "boot ids"},
+		}, "a process of its own"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := atInit()

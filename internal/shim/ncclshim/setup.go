@@ -73,21 +73,7 @@ func (s *Shim) setup(c *comm, follow uintptr) {
 		unserve("detcoll could not set it up: %v", err)
 		return
 	}
-	hosts, why := 0, ""
-	if h := s.settings.VirtualHosts; h > 0 {
-		var virtual []identity
-		if virtual, why = virtualMachines(ids, h); why == "" {
-			hosts, why = machines(virtual, s.settings.AcrossHosts)
-			// A machine's ranks apart are apart as the processes
-			// really are: one process stays one across virtual machines.
-			if why == "" && hosts == len(ids) && !apart(ids) {
-				why = "two of its ranks are one process, which detcoll cannot serve as hosts apart"
-			}
-			ids = virtual
-		}
-	} else {
-		hosts, why = machines(ids, s.settings.AcrossHosts)
-	}
+	hosts, why, ids := machinesOf(ids, s.settings)
 	if why != "" {
 		unserve("%s", why)
 		return
