@@ -99,47 +99,51 @@ check_operators() {
 	mps_stop
 }
 
-# check_fsdp needs libdetcoll-nccl.so in $G (tools/gpu-build.sh lib) and
-# PyTorch with its NCCL on the machine.
-check_fsdp() {
-	local lib=$G/libdetcoll-nccl.so real hosts=$O/hosts.sh
+# torch_env sets what the torch checks share: HOSTS, a wrapper that gives
+# every rank its own NCCL host (NCCL_HOSTID: torchrun --no-python ... "$HOSTS"
+# PROGRAM), and LIB, the environment that
+# preloads libdetcoll-nccl.so ($G, tools/gpu-build.sh lib) over PyTorch's
+# own NCCL. Ranks sharing the GPU are then NCCL hosts of their own, which
+# NCCL requires of ranks on one GPU ("Duplicate GPU detected").
+torch_env() {
+	local real
 	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
-	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
-	chmod +x "$hosts"
+	LIB=(LD_PRELOAD="$G/libdetcoll-nccl.so" DETCOLL_NCCL_LIB="$G/libdetcoll-nccl.so" DETCOLL_REAL_NCCL="$real")
+	HOSTS=$O/hosts.sh
+	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$HOSTS"
+	chmod +x "$HOSTS"
+}
+
+# check_fsdp needs libdetcoll-nccl.so in $G and PyTorch with its NCCL.
+check_fsdp() {
+	torch_env
 	mps_start
-	step fsdp-w2 90 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-fsdp-w2.json \
-		$NET torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_fsdp.py "$O/fsdp-w2.json"
+	step fsdp-w2 90 env "${LIB[@]}" DETCOLL_NCCL_REPORT=$O/report-fsdp-w2.json $NET \
+		torchrun --standalone --nproc-per-node 2 --no-python "$HOSTS" python3 python/tests/gpu_fsdp.py "$O/fsdp-w2.json"
 	mps_stop
 }
 
 # check_torch needs what check_fsdp needs.
 check_torch() {
-	local lib=$G/libdetcoll-nccl.so real hosts=$O/hosts.sh
-	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
-	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
-	chmod +x "$hosts"
+	torch_env
 	mps_start
-	step torch-w2 150 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-w2-%p.json \
-		$NET CHUNK_ELEMENTS=1000000 torchrun --standalone --nproc-per-node 2 --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-w2.json"
+	step torch-w2 150 env "${LIB[@]}" DETCOLL_NCCL_REPORT=$O/report-torch-w2-%p.json $NET CHUNK_ELEMENTS=1000000 \
+		torchrun --standalone --nproc-per-node 2 --no-python "$HOSTS" python3 python/tests/gpu_torch.py "$O/torch-w2.json"
 	mps_stop
 }
 
 # check_torch_hosts H P: H hosts of P ranks on the one GPU: the library
 # splits its communicators into H machines (DETCOLL_VIRTUAL_HOSTS), and
 # NCCL (torch's communicators and the library's rails) takes every rank
-# for a host of its own (NCCL_HOSTID per rank), reached over sockets
-# ($NET): NCCL refuses two ranks of one host on one GPU ("Duplicate GPU
-# detected", hosts-lib-2026-12-02 run 1), which detcoll's IPC between a
-# host's ranks does not mind.
+# for a host of its own (torch_env), reached over sockets ($NET); detcoll's
+# IPC between a host's ranks does not mind the shared GPU.
 check_torch_hosts() {
-	local h=$1 per=$2 lib=$G/libdetcoll-nccl.so real hosts=$O/hosts-$1x$2.sh
-	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
-	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
-	chmod +x "$hosts"
+	local h=$1 per=$2
+	torch_env
 	mps_start
-	step torch-hosts-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-torch-hosts-${h}x$per-%p.json \
+	step torch-hosts-${h}x$per 180 env "${LIB[@]}" DETCOLL_NCCL_REPORT=$O/report-torch-hosts-${h}x$per-%p.json \
 		DETCOLL_NCCL_HOSTS=serve DETCOLL_VIRTUAL_HOSTS=$h $NET CHUNK_ELEMENTS=1000000 \
-		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_torch.py "$O/torch-hosts-${h}x$per.json"
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$HOSTS" python3 python/tests/gpu_torch.py "$O/torch-hosts-${h}x$per.json"
 	mps_stop
 }
 
@@ -147,16 +151,14 @@ check_torch_hosts() {
 # check_torch_hosts's layout, under NCCL alone and then under the library
 # serving across the hosts: the ratio the issue asks for, in one call.
 check_latency_hosts() {
-	local h=$1 per=$2 lib=$G/libdetcoll-nccl.so real hosts=$O/hosts-$1x$2.sh
-	real=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))')
-	printf '#!/bin/bash\nexport NCCL_HOSTID=detcoll-vhost-$RANK\nexec "$@"\n' > "$hosts"
-	chmod +x "$hosts"
+	local h=$1 per=$2
+	torch_env
 	mps_start
 	step latency-nccl-${h}x$per 180 env $NET \
-		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_latency.py "$O/latency-nccl-${h}x$per.json" nccl
-	step latency-detcoll-${h}x$per 180 env LD_PRELOAD=$lib DETCOLL_NCCL_LIB=$lib DETCOLL_REAL_NCCL=$real DETCOLL_NCCL_REPORT=$O/report-latency-${h}x$per-%p.json \
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$HOSTS" python3 python/tests/gpu_latency.py "$O/latency-nccl-${h}x$per.json" nccl
+	step latency-detcoll-${h}x$per 180 env "${LIB[@]}" DETCOLL_NCCL_REPORT=$O/report-latency-${h}x$per-%p.json \
 		DETCOLL_NCCL_HOSTS=serve DETCOLL_VIRTUAL_HOSTS=$h $NET \
-		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$hosts" python3 python/tests/gpu_latency.py "$O/latency-detcoll-${h}x$per.json" detcoll
+		torchrun --standalone --nproc-per-node $((h * per)) --no-python "$HOSTS" python3 python/tests/gpu_latency.py "$O/latency-detcoll-${h}x$per.json" detcoll
 	mps_stop
 }
 
