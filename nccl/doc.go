@@ -42,8 +42,13 @@
 // ncclCommAbort does not return (seen on one GPU shared by a dying
 // process); freeing device memory may then wait for NCCL's kernels.
 
-// Calls across hosts cannot be captured into CUDA graphs (each meets the
-// other hosts on the host). With four or more hosts, a power of two, the
+// Calls across hosts may be captured into CUDA graphs: each checks its
+// signature against the other hosts' on the device, through a fixed-size
+// all-gather on the rail's data communicator (internal/backend/hier). As
+// with NCCL itself, every rank must then replay the same graphs in the
+// same order; a rank that does not gets a *MismatchError or, when its
+// peers wait for a call it never makes, a *TimeoutError, on every rank.
+// With four or more hosts, a power of two, the
 // rail halves through NCCL's send and receive (the bandwidth-optimal
 // share); otherwise it gathers (internal/backend/hier's doc has the bytes). Only
 // two hosts, gathering, have run on a GPU.

@@ -225,6 +225,9 @@ func (c *Comm) release() {
 		t.mod.Unload()
 	}
 	c.sums = nil
+	if r := c.rail.Swap(nil); r != nil {
+		r.free()
+	}
 	if c.fence != 0 {
 		c.fence.Destroy()
 		c.fence = 0

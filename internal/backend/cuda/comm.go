@@ -88,6 +88,9 @@ type Comm struct {
 	args  *kernelArgs
 	sums  map[int]*treeSums // T over the hosts' sums (treesum.go), by leaves, once a call across hosts needs it
 	fence driver.Event      // the end of the last call across hosts (Fence)
+	// rail is the signature check of calls across hosts (railsig.go), set
+	// once by PrepareRail; the monitor reads it without c.mu.
+	rail atomic.Pointer[railSigs]
 }
 
 // Open sets up this rank's GPU and maps every peer's buffer. It is

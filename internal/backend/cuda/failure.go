@@ -20,7 +20,10 @@ func (c *Comm) monitor() {
 	defer close(c.monitorDone)
 	tick := time.NewTicker(monitorTick)
 	defer tick.Stop()
-	done := c.rdv.Done()
+	var done <-chan struct{}
+	if c.rdv != nil {
+		done = c.rdv.Done()
+	}
 	for {
 		select {
 		case <-done:
@@ -28,6 +31,7 @@ func (c *Comm) monitor() {
 			done = nil
 		case <-tick.C:
 			c.refresh()
+			c.watchRail()
 		case <-c.stopMonitor:
 			return
 		}
@@ -39,6 +43,7 @@ func (c *Comm) monitor() {
 // kernel has recorded it.
 func (c *Comm) Err() error {
 	c.refresh()
+	c.refreshRail()
 	if p := c.cause.Load(); p != nil {
 		return *p
 	}

@@ -43,13 +43,21 @@ type treeSums struct {
 	leaves       int
 	mod          driver.Module
 	sum, average driver.Function
-	args         *treeSumArgs // reused: see Comm.args
+	sign, check  driver.Function // the rail's signature check (railsig.go)
+	args         *treeSumArgs    // reused: see Comm.args
 }
 
-// Alloc returns n bytes of device memory on this rank's GPU.
+// Alloc returns n bytes of device memory on this rank's GPU. It may run
+// while a call across hosts is captured in a CUDA graph (its first call
+// of a size, in the graph): relaxed for the allocation, which the capture
+// neither records nor needs to.
 func (c *Comm) Alloc(n int) (p uint64, err error) {
 	err = c.onThread(func() error {
+		prev, merr := driver.ExchangeCaptureMode(driver.CaptureModeRelaxed)
 		d, err := driver.MemAlloc(max(n, 1))
+		if merr == nil {
+			driver.ExchangeCaptureMode(prev)
+		}
 		p = uint64(d)
 		return err
 	})
@@ -210,8 +218,13 @@ func (c *Comm) treeSums(leaves int) (*treeSums, error) {
 		return nil, err
 	}
 	t := &treeSums{leaves: leaves, mod: mod, args: new(treeSumArgs)}
-	if t.sum, err = mod.Function("dc_treesum"); err == nil {
-		t.average, err = mod.Function("dc_average")
+	for _, f := range []struct {
+		fn   *driver.Function
+		name string
+	}{{&t.sum, "dc_treesum"}, {&t.average, "dc_average"}, {&t.sign, "dc_rail_sign"}, {&t.check, "dc_rail_check"}} {
+		if err == nil {
+			*f.fn, err = mod.Function(f.name)
+		}
 	}
 	if err != nil {
 		mod.Unload()

@@ -1,7 +1,6 @@
 package hier
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -35,12 +34,23 @@ type DeviceLocal interface {
 	// Average queues the division of the n elements at p by w, in place,
 	// each rounded once (num.Average: Avg's last step).
 	Average(dt num.DType, p uint64, n, w int, s uintptr) error
+
+	// The signature check of every call across hosts, on the device:
+	// PrepareRail sets it up for H hosts (at New, so that nothing is
+	// allocated while a call is captured); SignRail queues this rank's
+	// signature (its Seq is the device's count of calls) and returns
+	// where the rail gathers n bytes from and into; CheckRail queues the
+	// comparison of what the rail gathered with this rank's. A mismatch
+	// fails the host's communicator, and through it every rank (the
+	// cuda backend's monitor); an implementation may also return it.
+	PrepareRail(hosts int) error
+	SignRail(sig base.Signature, s uintptr) (send, recv uint64, n int, err error)
+	CheckRail(s uintptr) error
 }
 
 // DeviceRail is a Rail that also gathers device memory, queued on a
-// stream in order with the host's calls (NCCL's all-gather). The host
-// AllGather still carries each call's signatures, before anything is
-// queued.
+// stream in order with the host's calls (NCCL's all-gather): each call's
+// signatures and its data. The host AllGather carries Close's meeting.
 type DeviceRail interface {
 	Rail
 	// AllGatherDevice queues on stream s the gathering of n bytes at
@@ -88,11 +98,18 @@ type dbuf struct {
 // devBuf returns device scratch slot i with at least n bytes. A slot grows
 // only after the work queued so far on the call's stream is done: the
 // calls of a communicator are ordered (by one stream or the caller's
-// events), so nothing queued still uses the old memory then.
+// events), so nothing queued still uses the old memory then. Once a call
+// has been captured in a CUDA graph, a graph may use any slot at any
+// replay: a slot that grows then keeps its old memory till Close
+// (retired), and a capture never waits.
 func (c *Comm) devBuf(i, n int) (uint64, error) {
 	b := &c.dscratch[i]
 	if b.addr != 0 && b.n >= n {
 		return b.addr, nil
+	}
+	if b.addr != 0 && c.captured {
+		c.retired = append(c.retired, b.addr)
+		*b = dbuf{}
 	}
 	if b.addr != 0 {
 		// Everything queued so far, this call's earlier steps included
@@ -127,6 +144,10 @@ func (c *Comm) freeDevice() {
 			c.dscratch[i] = dbuf{}
 		}
 	}
+	for _, p := range c.retired {
+		c.dev.Free(p)
+	}
+	c.retired = nil
 }
 
 // StageDevice returns device scratch for a staged all-reduce's input: the
@@ -139,6 +160,9 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	}
 	if c.dev == nil {
 		return 0, base.Invalidf("StageDevice on a host communicator")
+	}
+	if err := c.noteCapture(s); err != nil {
+		return 0, err
 	}
 	c.cur = s
 	p, err := c.devBuf(slotStage, n)
@@ -166,8 +190,12 @@ func (c *Comm) Synchronize(s uintptr) error {
 func (c *Comm) Device() int { return c.dev.Device() }
 
 // Enqueue queues one device call that base.ValidateDevice accepted for the
-// world of W ranks: it meets the other hosts on the host first (the
-// signatures), then queues the whole schedule on the call's stream.
+// world of W ranks on the call's stream: the signature check along the
+// rail (SignRail, the rail's gather, CheckRail), then the whole schedule.
+// Nothing waits on the host, so the call may be captured in a CUDA graph:
+// every replay is checked as an eager call is. A mismatch between hosts
+// fails every rank once the check has run: at a later call or
+// Synchronize, as a failure found by a kernel within a host does.
 func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -184,24 +212,16 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	if err := c.stage.Check(req.Op, out, true); err != nil {
 		return err
 	}
-	if capturing, err := c.dev.Capturing(req.Stream); err != nil {
+	if err := c.noteCapture(req.Stream); err != nil {
 		return err
-	} else if capturing {
-		// A replay would skip the meeting on the host: the hosts could
-		// pair different calls.
-		return fmt.Errorf("%w: %vDevice across hosts cannot be captured into a CUDA graph: every call meets the other hosts on the host first", base.ErrUnavailable, req.Op)
 	}
 	c.seq, c.op = c.seq+1, req.Op
-	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
-	defer cancel()
-	sig := req.Signature()
-	sig.Seq = c.seq
-	if err := c.meet(ctx, sig); err != nil {
-		return c.fail(err)
-	}
 	c.cur = req.Stream
-	var err error
+	err := c.checkSignatures(req)
 	for k := range req.Out {
+		if err != nil {
+			break
+		}
 		in := req.Out[k] // broadcast's buffer
 		switch {
 		case req.Op == base.OpAllReduceStaged:
@@ -220,13 +240,42 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 			}
 		}
 	}
-	if err == nil {
+	if err == nil && !c.capturing {
 		err = c.dev.Fence(req.Stream)
 	}
 	if err != nil {
 		return c.fail(err)
 	}
 	return nil
+}
+
+// noteCapture records whether stream s is capturing a CUDA graph now, and
+// whether any call of the communicator was (devBuf).
+func (c *Comm) noteCapture(s uintptr) error {
+	capturing, err := c.dev.Capturing(s)
+	if err != nil {
+		return err
+	}
+	c.capturing = capturing
+	c.captured = c.captured || capturing
+	return nil
+}
+
+// checkSignatures queues the call's signature check along the rail: a
+// fixed number of bytes from every host, so that hosts that make
+// different calls cannot hang in the gather.
+func (c *Comm) checkSignatures(req *base.DeviceRequest) error {
+	if c.hosts == 1 {
+		return nil // the host's communicator checks its ranks' signatures
+	}
+	send, recv, n, err := c.dev.SignRail(req.Signature(), req.Stream)
+	if err != nil {
+		return err
+	}
+	if err := c.drail.AllGatherDevice(send, recv, n, req.Stream); err != nil {
+		return err
+	}
+	return c.dev.CheckRail(req.Stream)
 }
 
 // halvesDevice says whether a device call of op halves along the rail: with

@@ -3,6 +3,8 @@ package hier_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/detcoll/detcoll/internal/backend/hier"
 	"github.com/detcoll/detcoll/internal/core/base"
 	"github.com/detcoll/detcoll/internal/core/num"
+	"github.com/detcoll/detcoll/internal/core/proto"
 	"github.com/detcoll/detcoll/internal/core/tree"
 	"github.com/detcoll/detcoll/internal/testkit/check"
 )
@@ -80,6 +83,54 @@ type fakeDevice struct {
 	*cpu.Comm
 	a       *arena
 	reducer tree.Reducer
+
+	// The rail's signature check, as the cuda backend's kernels make it:
+	// the calls counted, this rank's signature and every host's in the
+	// arena. A mismatch is returned by CheckRail, at once.
+	hosts     int
+	calls     uint64
+	mine, all uint64
+	// capturing makes Capturing say so; allocs and frees count calls.
+	capturing     bool
+	allocs, frees int
+}
+
+const sigBytes = 8 * proto.SignatureWords
+
+func (d *fakeDevice) PrepareRail(hosts int) error {
+	d.hosts, d.mine, d.all = hosts, d.a.alloc(sigBytes), d.a.alloc(hosts*sigBytes)
+	return nil
+}
+
+func (d *fakeDevice) SignRail(sig base.Signature, _ uintptr) (send, recv uint64, n int, err error) {
+	d.calls++
+	sig.Seq = d.calls
+	m := d.a.mem(d.mine, sigBytes)
+	for k, w := range proto.EncodeSignature(sig) {
+		binary.LittleEndian.PutUint64(m[8*k:], w)
+	}
+	return d.mine, d.all, sigBytes, nil
+}
+
+func (d *fakeDevice) CheckRail(uintptr) error {
+	mine, all := d.a.mem(d.mine, sigBytes), d.a.mem(d.all, d.hosts*sigBytes)
+	var sigs []base.Signature
+	same := true
+	for h := range d.hosts {
+		got := all[h*sigBytes : (h+1)*sigBytes]
+		same = same && bytes.Equal(got, mine)
+		var w [proto.SignatureWords]uint64
+		for k := range w {
+			w[k] = binary.LittleEndian.Uint64(got[8*k:])
+		}
+		for range d.World() {
+			sigs = append(sigs, proto.DecodeSignature(w))
+		}
+	}
+	if same {
+		return nil
+	}
+	return &base.MismatchError{Signatures: sigs}
 }
 
 func (d *fakeDevice) bufs(bs []base.DeviceBuf) [][]byte {
@@ -100,9 +151,13 @@ func (d *fakeDevice) Enqueue(r *base.DeviceRequest) error {
 func (d *fakeDevice) Synchronize(uintptr) error { return d.Err() }
 func (d *fakeDevice) Device() int               { return 0 }
 func (d *fakeDevice) Alloc(n int) (uint64, error) {
+	d.allocs++
 	return d.a.alloc(n), nil
 }
-func (d *fakeDevice) Free(p uint64) error { return d.a.free(p) }
+func (d *fakeDevice) Free(p uint64) error {
+	d.frees++
+	return d.a.free(p)
+}
 func (d *fakeDevice) Copy(dst, src uint64, n int, _ uintptr) error {
 	copy(d.a.mem(dst, n), d.a.mem(src, n))
 	return nil
@@ -111,9 +166,19 @@ func (d *fakeDevice) Zero(dst uint64, n int, _ uintptr) error {
 	clear(d.a.mem(dst, n))
 	return nil
 }
-func (d *fakeDevice) Capturing(uintptr) (bool, error) { return false, nil }
-func (d *fakeDevice) Fence(uintptr) error             { return nil }
-func (d *fakeDevice) WaitFence(time.Duration) error   { return nil }
+func (d *fakeDevice) Capturing(uintptr) (bool, error) { return d.capturing, nil }
+func (d *fakeDevice) Fence(uintptr) error {
+	if d.capturing {
+		return errors.New("Fence while capturing: an event recorded in a capture is no fence")
+	}
+	return nil
+}
+func (d *fakeDevice) WaitFence(time.Duration) error {
+	if d.capturing {
+		return errors.New("WaitFence while capturing: a capture must not wait")
+	}
+	return nil
+}
 func (d *fakeDevice) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint64, n int, _ uintptr) error {
 	size := dt.Size()
 	in := make([][]byte, len(srcs))
@@ -399,5 +464,111 @@ func TestDeviceOperatorsAreTheFlatTree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeviceHostsMismatch: hosts that make different calls fail every
+// rank with a *MismatchError that lists every rank's signature (each
+// host's ranks with their host's), found by the rail's signature check;
+// the communicator stays failed.
+func TestDeviceHostsMismatch(t *testing.T) {
+	for _, l := range []struct{ hosts, perHost int }{{2, 1}, {2, 2}, {3, 1}} {
+		t.Run(fmt.Sprintf("%dx%d", l.hosts, l.perHost), func(t *testing.T) {
+			w := l.hosts * l.perHost
+			comms, a := deviceJob(t, l.hosts, l.perHost, 1<<16)
+			call := func(r int, c *hier.Comm, n int) error {
+				in, out := a.alloc(4*n), a.alloc(4*n)
+				return c.Enqueue(&base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float32Type,
+					In: []base.DeviceBuf{{Addr: in, Len: 4 * n}}, Out: []base.DeviceBuf{{Addr: out, Len: 4 * n}}})
+			}
+			noErrors(t, "a matched call first", each(comms, func(r int, c *hier.Comm) error { return call(r, c, 100) }))
+			errs := each(comms, func(r int, c *hier.Comm) error {
+				n := 100
+				if r < l.perHost {
+					n = 101 // host 0
+				}
+				return call(r, c, n)
+			})
+			for r, err := range errs {
+				var me *base.MismatchError
+				if !errors.As(err, &me) {
+					t.Fatalf("rank %d: %v; want a *MismatchError", r, err)
+				}
+				if len(me.Signatures) != w {
+					t.Fatalf("rank %d: %d signatures, want %d: %v", r, len(me.Signatures), w, err)
+				}
+				for p, sig := range me.Signatures {
+					if want := uint64(100 + b2i(p < l.perHost)); sig.Count != want || sig.Seq != 2 {
+						t.Fatalf("rank %d: signature of rank %d is %+v; want count %d, the second call", r, p, sig, want)
+					}
+				}
+			}
+			for r, c := range comms {
+				if err := call(r, c, 100); !errors.Is(err, base.ErrMismatch) {
+					t.Fatalf("rank %d: the call after a mismatch: %v; want the mismatch again", r, err)
+				}
+			}
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestDeviceCaptureKeepsScratch: a call captured in a CUDA graph neither
+// fences nor waits (the stand-in fails if it does), and scratch that a
+// graph may use is never freed before Close, even when a later call needs
+// more; the results are the flat tree's throughout.
+func TestDeviceCaptureKeepsScratch(t *testing.T) {
+	const hosts, perHost = 2, 2
+	w := hosts * perHost
+	a := newArena()
+	var devs []*fakeDevice
+	var mu sync.Mutex
+	comms := jobOf(t, hosts, perHost, 1<<20, func(local *cpu.Comm, rl rail, boxes *mailboxes) (hier.Local, hier.Rail) {
+		d := &fakeDevice{Comm: local, a: a}
+		mu.Lock()
+		devs = append(devs, d)
+		mu.Unlock()
+		return d, exchangingDeviceRail{deviceRail{rl, a}, boxes}
+	})
+	dt := num.Float32Type
+	for i, n := range []int{10, 1000, 100, 5000} {
+		capturing := i == 1
+		for _, d := range devs {
+			d.capturing = capturing
+		}
+		ins := make([][]byte, w)
+		for r := range ins {
+			ins[r] = check.Input(9, i, r, n, dt)
+		}
+		want := check.ReferenceSum(dt, ins)
+		outs := make([]uint64, w)
+		noErrors(t, fmt.Sprintf("call %d (capturing %v)", i, capturing), each(comms, func(r int, c *hier.Comm) error {
+			in, _ := guarded(a, ins[r], 4)
+			outs[r], _ = guarded(a, make([]byte, len(want)), 4)
+			return c.Enqueue(&base.DeviceRequest{Op: base.OpAllReduce, DType: dt,
+				In: []base.DeviceBuf{{Addr: in, Len: len(want)}}, Out: []base.DeviceBuf{{Addr: outs[r], Len: len(want)}}})
+		}))
+		for r := range outs {
+			if err := check.FirstDiff(dt, a.mem(outs[r], len(want)), want); err != nil {
+				t.Fatalf("call %d n=%d rank %d: %v", i, n, r, err)
+			}
+		}
+	}
+	for r, d := range devs {
+		if d.frees != 0 {
+			t.Fatalf("device %d: %d frees before Close; a graph may still use that scratch", r, d.frees)
+		}
+	}
+	noErrors(t, "Close", each(comms, func(r int, c *hier.Comm) error { return c.Close(context.Background()) }))
+	for r, d := range devs {
+		if d.frees != d.allocs {
+			t.Fatalf("device %d: %d allocations, %d frees at Close", r, d.allocs, d.frees)
+		}
 	}
 }

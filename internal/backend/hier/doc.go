@@ -62,15 +62,29 @@
 // an all-reduce from four hosts on: 2(H-1)/H n/G per rank, the optimum.
 // Otherwise it gathers: an all-reduce (H-1) n/G, the optimum for two hosts
 // (where the gathering path is the one that ran on a GPU), H/2 times it
-// beyond; a reduce-scatter H times its share. Each call first meets the other hosts on the host
-// (the signatures, through the rail's host AllGather), so such calls are
-// not captured into graphs.
+// beyond; a reduce-scatter H times its share.
+//
+// Each device call first checks its signature on the device: the host's
+// communicator writes it (DeviceLocal.SignRail, its sequence counted on
+// the device), the rail gathers every host's (a fixed 56 bytes each, so
+// that hosts making different calls cannot hang there), and a kernel
+// compares them (CheckRail). Nothing waits on the host, so a call across
+// hosts can be captured in a CUDA graph, and each replay is checked as an
+// eager call is. Scratch that a graph may use is kept till Close.
 //
 // # Failures
 //
-// Each rail exchange first gathers the call's signature from every host,
-// so that hosts calling different collectives fail with a *MismatchError
-// before any output is written; a wait for the rail is bounded by the
+// On host memory each call first gathers its signature from every host
+// (meet), so that hosts calling different collectives fail with a
+// *MismatchError before any output is written. On device memory the
+// check runs on the stream: a mismatch fails every rank with a
+// *MismatchError once the check has run (the cuda backend's monitor reads
+// it, tells every rank and the rails are aborted), reported at the next
+// call or Synchronize, as a mismatch found by a kernel within a host is;
+// the mismatched call's output may have been written by then. A gather of
+// signatures that does not end within the timeout (a host skipped a call)
+// is a *TimeoutError, found by the same monitor. Close meets along the
+// rail on the host. A wait for the rail is bounded by the
 // timeout and ends at once when the communicator fails (Abort); any
 // failure poisons the communicator and aborts the host's, so that its
 // local peers fail at once with the same cause. A rank waiting on the rail

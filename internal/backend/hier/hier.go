@@ -94,6 +94,10 @@ type Comm struct {
 	dsrcs    []uint64        // a Tree step's addresses, reused
 	stagedAt uint64          // StageDevice's memory
 	cur      uintptr         // the stream of the device call in progress
+	// capturing: the device call in progress is being captured in a CUDA
+	// graph; captured: a call was (devBuf keeps what graphs may use).
+	capturing, captured bool
+	retired             []uint64 // scratch a graph may still use, freed at Close
 
 	failMu   sync.Mutex     // one fail at a time: see fail
 	watching sync.WaitGroup // the rail's watcher (New), waited for by Close
@@ -115,6 +119,11 @@ func New(cfg Config) (*Comm, error) {
 			return nil, base.Invalidf("a device communicator across hosts needs an interconnect that moves device memory (package nccl's); %T does not", cfg.Rail)
 		}
 		c.dev, c.drail = dev, drail
+		if c.hosts > 1 {
+			if err := dev.PrepareRail(c.hosts); err != nil {
+				return nil, err
+			}
+		}
 		c.ex = nil // the host path's; the device path halves through dex
 		if dex, ok := cfg.Rail.(DeviceExchanger); ok && c.hosts >= 2 && c.hosts&(c.hosts-1) == 0 {
 			c.dex = dex

@@ -116,13 +116,6 @@ func (s *Shim) run(c *comm, call Call, op *operator, stream uintptr, start time.
 	if r, v, ok := s.ready(c, stream, k); !ok {
 		return r, v
 	}
-	if c.hosts > 1 {
-		// Across machines each call meets the others on the host before
-		// it is queued (internal/backend/hier), which a replay would skip.
-		if capturing, err := s.dev.Capturing(stream); err == nil && capturing {
-			return s.handOff(k, "%v: a communicator across machines cannot be captured in a CUDA graph with detcoll (each call meets the other machines on the host first)", k.kind)
-		}
-	}
 	if call.Kind == ReduceScatter && c.gather.ptr == 0 && gathers(c, call.Count, op.dt) {
 		// Its gathering memory is allocated at the first call that needs
 		// it, which a CUDA graph capture would not survive.

@@ -33,10 +33,6 @@ import (
 func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) error {
 	if len(cfg.Modes) == 0 {
 		cfg.Modes = backendModes[cfg.Backend]
-		if cfg.Backend == "cuda" && (cfg.Hosts > 0 || os.Getenv(nccl.EnvVirtualHosts) != "") {
-			// Calls across hosts cannot be captured (package nccl).
-			cfg.Modes = []string{report.ModeSynchronised, report.ModePipelined}
-		}
 	}
 	if cfg.NCCLDeterministic && cfg.Reference != report.ReferenceNCCL {
 		return configErrorf("--nccl-deterministic: the reference is %q, not nccl", cfg.Reference)

@@ -73,3 +73,63 @@ __device__ __forceinline__ void average(const SumArgs& a) {
     store_elem<size>(a.dst + i * size, E::avg(r, load_elem<size>(a.dst + i * size)));
 }
 extern "C" __global__ void __launch_bounds__(DC_BLOCK) dc_average(SumArgs a) { DC_WITH_TYPE(a.calc, average<E>(a)); }
+
+// ---- the signature check of a call across hosts --------------------------
+//
+// Every call across hosts first checks, on the device, that every host
+// makes the same call (internal/backend/hier): dc_rail_sign writes this
+// rank's signature, its sequence word drawn from a counter in device
+// memory (so that a graph replay is a call of its own, as within a host);
+// the rail gathers every host's, a fixed number of bytes that cannot
+// differ between hosts; dc_rail_check compares them with this rank's. No
+// host takes part, so the calls can be captured in a CUDA graph. A
+// mismatch is written to the host-mapped record, which the host's monitor
+// turns into the communicator's failure on every rank (railsig.go); the
+// record's arrived and checked words let it tell a gather that never
+// ends (a host skipped the call) from a busy stream.
+
+// The kernels' one parameter. Must match railArgs in railsig.go.
+struct RailArgs {
+  u64 words[DC_SIG_CMP];  // the call's signature; the last word (the sequence) is the kernel's
+  u64 dev;                // device: the counter, then this rank's signature, then every host's
+  u64 rec;                // host-mapped: the record
+  u32 hosts, pad;
+};
+
+// Offsets in dev and in the record (railsig.go has the same).
+#define DC_RAIL_MINE 64
+#define DC_RAIL_ALL 128
+#define DC_RAIL_ARRIVED 0
+#define DC_RAIL_CHECKED 8
+#define DC_RAIL_CODE 16
+#define DC_RAIL_SEQ 24
+#define DC_RAIL_OP 32
+#define DC_RAIL_SIGS 64
+
+// One thread: a signature is a few words. The counter is read and written
+// by this communicator's calls only, which are ordered.
+extern "C" __global__ void dc_rail_sign(RailArgs a) {
+  const u64 seq = ld_vol(a.dev) + 1;
+  st_vol(a.dev, seq);
+  for (int k = 0; k < DC_SIG_CMP - 1; k++) st_vol(a.dev + DC_RAIL_MINE + 8 * k, a.words[k]);
+  st_vol(a.dev + DC_RAIL_MINE + 8 * (DC_SIG_CMP - 1), seq);
+  st_vol(a.rec + DC_RAIL_OP, a.words[0]);
+  st_release(a.rec + DC_RAIL_ARRIVED, seq);
+}
+
+// The record is written once, at the first mismatch: the signatures, then
+// the call's sequence, then the code, each visible before the next.
+extern "C" __global__ void dc_rail_check(RailArgs a) {
+  const u64 mine = a.dev + DC_RAIL_MINE, all = a.dev + DC_RAIL_ALL;
+  const u64 seq = ld_vol(mine + 8 * (DC_SIG_CMP - 1));
+  bool same = true;
+  for (u32 h = 0; h < a.hosts; h++)
+    for (int k = 0; k < DC_SIG_CMP; k++) same &= ld_vol(all + 8 * (h * DC_SIG_CMP + k)) == ld_vol(mine + 8 * k);
+  if (!same && ld_vol(a.rec + DC_RAIL_CODE) == 0) {
+    for (u32 i = 0; i < a.hosts * DC_SIG_CMP; i++) st_vol(a.rec + DC_RAIL_SIGS + 8 * i, ld_vol(all + 8 * i));
+    st_vol(a.rec + DC_RAIL_SEQ, seq);
+    fence_sys();
+    st_release(a.rec + DC_RAIL_CODE, 1);
+  }
+  st_release(a.rec + DC_RAIL_CHECKED, seq);
+}
