@@ -14,6 +14,8 @@
 #	check_conformance     the conformance suite: W=1, then W=2 and wider (3, 4, 8), two and four communicators
 #	check_verify N...     detcoll verify --backend cuda at each W
 #	check_hosts           verify across two and four virtual hosts (NCCL on sockets), 1 and 2 ranks a host
+#	check_hosts_device    nccl.test's GPU tests across two virtual hosts: graphs replayed, mismatches, a skipped call
+#	check_bench_hosts H P detcoll bench across H virtual hosts of P ranks against NCCL's all-reduce over all ranks, every mode
 #	check_kills           soak with a rank killed in Open, calls and Close, on one host and across two (KILL_WHERE, KILL_REPEATS)
 #	check_operators N...  every operator: the conformance operator and mismatch cases, verify and a soak at each W
 #	check_fsdp            an FSDP2 step under libdetcoll-nccl at W=2 (two NCCL hosts on the GPU), with its record
@@ -53,6 +55,24 @@ check_hosts() {
 	step hosts-2x1 120 env $NET "$G/detcoll" verify --backend cuda -n 2 --hosts 2
 	step hosts-2x2 150 env $NET "$G/detcoll" verify --backend cuda -n 4 --hosts 2
 	step hosts-4x1 150 env $NET "$G/detcoll" verify --backend cuda -n 4 --hosts 4
+	mps_stop
+}
+
+check_hosts_device() {
+	mps_start
+	step hosts-device 300 "$G/nccl.test" -test.run 'TestHosts.*GPU' -test.v -test.timeout 290s
+	mps_stop
+}
+
+check_bench_hosts() {
+	local h=$1 per=$2 b
+	mps_start
+	for b in "" before/; do
+		[ -x "$G/${b}detcoll" ] || continue
+		step bench-hosts-${h}x$per${b:+-before} 240 env $NET "$G/${b}detcoll" bench --backend cuda -n $((h * per)) --hosts $h \
+			--dtype bfloat16 --operations all_reduce --size-bytes 1KiB,64KiB,1MiB,16MiB --warmup 10 --iterations 30 \
+			--output "$O/bench-hosts-${h}x$per${b:+-before}.json"
+	done
 	mps_stop
 }
 

@@ -12,8 +12,8 @@ Writes one JSON object per rank (OUT.json.RANK) and exits 1 on any failure.
 
 Across hosts (DETCOLL_NCCL_HOSTS=serve, DETCOLL_VIRTUAL_HOSTS=H on one machine,
 NCCL_HOSTID per host) the same checks hold, the reference being the flat tree
-over every rank, which is what one host of as many ranks computes; the graph
-check is skipped there (a captured call across hosts goes to NCCL).
+over every rank, which is what one host of as many ranks computes, in CUDA
+graphs too.
 """
 
 import json
@@ -163,30 +163,35 @@ def main():
         assert torch.equal(bits(x), want)
         return "ok"
 
-    @check("CUDA graph: a captured all_reduce replays with detcoll's bits")
+    @check("CUDA graph: a captured all_reduce and reduce_scatter replay with detcoll's bits, new inputs each time")
     def _():
-        if os.environ.get("DETCOLL_NCCL_HOSTS") == "serve" and os.environ.get("DETCOLL_VIRTUAL_HOSTS", "1") != "1":
-            # Calls across hosts meet on the host, which a replay would
-            # skip: the library hands a captured one to NCCL (issue 25).
-            return "skipped across hosts (a captured call goes to NCCL)"
-        x = rand(1 << 16, torch.bfloat16, 8)
-        static = x.clone()
-        dist.all_reduce(static)  # warm up outside the capture
-        want = bits(dtorch.reference(gather_inputs(x)))
+        # Across hosts too: each call checks its signatures on the device.
+        n = 1 << 16
+        static = rand(n, torch.bfloat16, 8)
+        src = rand(n * world, torch.float32, 9)
+        shard = torch.empty(n, dtype=torch.float32, device="cuda")
+        dist.all_reduce(static)  # warm up outside the capture, as torch advises
+        dist.reduce_scatter_tensor(shard, src)
+        torch.cuda.synchronize()
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
-            static.copy_(x)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, stream=s):
                 dist.all_reduce(static)
+                dist.reduce_scatter_tensor(shard, src)
         torch.cuda.current_stream().wait_stream(s)
-        for _ in range(3):
+        for k in range(3):
+            x, y = rand(n, torch.bfloat16, 20 + k), rand(n * world, torch.float32, 30 + k)
+            want_x = bits(dtorch.reference(gather_inputs(x)))
+            want_y = bits(dtorch.reference(gather_inputs(y)))[rank * n:(rank + 1) * n]
             static.copy_(x)
+            src.copy_(y)
             graph.replay()
             torch.cuda.synchronize()
-            assert torch.equal(bits(static), want), "a replay's bits differ"
-        return "3 replays"
+            assert torch.equal(bits(static), want_x), f"replay {k}: the all_reduce's bits differ"
+            assert torch.equal(bits(shard), want_y), f"replay {k}: the reduce_scatter's bits differ"
+        return "3 replays of 2 calls"
 
     def operand(n, dt, salt):
         # Random values, a NaN on rank 0 only (every rank's max and min
