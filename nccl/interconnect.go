@@ -603,7 +603,9 @@ func (ic *Interconnect) Close() error {
 			// NCCL may still use the stream and the buffer: leave them,
 			// and the context, to the process's end rather than pull
 			// them from under it.
-			err = fmt.Errorf("nccl: ncclCommAbort or ncclCommDestroy has not returned; the stream, buffers and context are left")
+			// NCCL's destroy also waits for every CUDA graph that holds
+			// a call of the communicator to be destroyed.
+			err = fmt.Errorf("nccl: ncclCommAbort or ncclCommDestroy of the rail has not returned (a CUDA graph holding calls across hosts that is not destroyed yet keeps NCCL's destroy waiting: destroy such graphs before Close); the stream, buffers and context are left")
 			ctx, cancel := context.WithTimeout(context.Background(), ic.timeout)
 			defer cancel()
 			ic.m.Leave(ctx, nil)

@@ -83,6 +83,9 @@ func (e *TimeoutError) Error() string {
 	if e.Seq != 0 {
 		call = fmt.Sprintf("%v #%d", e.Op, e.Seq)
 	}
+	if len(e.Missing) == 0 { // the waiter could not tell who (a rail across hosts)
+		return fmt.Sprintf("%v: %s: %s: not done after %v", ErrTimeout, call, e.Phase, e.After)
+	}
 	return fmt.Sprintf("%v: %s: %s: ranks %v had not arrived after %v", ErrTimeout, call, e.Phase, e.Missing, e.After)
 }
 
