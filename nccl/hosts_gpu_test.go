@@ -301,16 +301,15 @@ func hostsMismatchRank(graph bool) error {
 	}
 	start := time.Now()
 	if graph {
-		exec, err := devmem.Capture(r.s, call)
-		if err != nil {
+		var exec driver.GraphExec
+		if exec, err = devmem.Capture(r.s, call); err != nil {
 			return fmt.Errorf("capture: %w", err)
 		}
 		defer exec.Destroy()
 		start = time.Now()
-		if err := exec.Launch(r.s); err != nil {
-			return err
+		if err = exec.Launch(r.s); err == nil {
+			err = c.Synchronize(st)
 		}
-		err = c.Synchronize(st)
 	} else if err = call(); err == nil {
 		// Queued, the check on the device; or refused at once, when a
 		// faster rank has found the mismatch and told every rank.

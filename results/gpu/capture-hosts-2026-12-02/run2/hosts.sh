@@ -1,0 +1,3 @@
+#!/bin/bash
+export NCCL_HOSTID=detcoll-vhost-$RANK
+exec "$@"
