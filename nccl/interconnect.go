@@ -270,7 +270,7 @@ func (ic *Interconnect) AllGather(ctx context.Context, send, recv []byte) error 
 
 // usable is the rail's failure, or nil. While a failure is being recorded
 // (its communicators aborted: no call may touch them) it waits for the
-// cause, which fail publishes within abortWait, so that the caller reports
+// cause, which fail publishes within stopWait, so that the caller reports
 // the cause rather than the abort.
 func (ic *Interconnect) usable() error {
 	if err := ic.Err(); err != nil {
@@ -398,8 +398,16 @@ func (ic *Interconnect) Abort(cause error) { ic.fail(cause) }
 // fail records err as the cause, unless one is, and aborts the NCCL
 // communicators first: whoever hears of the failure may free memory at
 // once, which waits for the device to go idle, and NCCL's kernels must be
-// stopped by then (a free waiting on them while ncclCommAbort waited on
-// the free hung a survivor of a kill).
+// stopping by then (a free waiting on them while ncclCommAbort waited on
+// the free hung a survivor of a kill). ncclCommAbort raises the
+// communicator's abort flag, which its kernels watch, as it begins; the
+// rest (its proxy threads, sockets and memory) takes NCCL up to a second
+// more on the GPU machine (results/gpu/capture-hosts-2026-12-02: 1017 ms
+// after a kill, once). So the cause is published once both aborts have
+// returned or stopWait after they began, whichever is first: the error
+// reaches the caller in about a tenth of a second, with NCCL's kernels
+// told to stop; Close still waits for the aborts to return (abortDone)
+// before it frees what NCCL may use.
 //
 // ncclCommAbort itself is bounded, by abortWait. NCCL alone, on one GPU
 // shared by two virtual hosts, aborts 0.5 to 2.2 s after a peer's death
@@ -418,7 +426,7 @@ func (ic *Interconnect) fail(err error) error {
 	ic.stopping.Store(true) // from now on no call touches the communicators
 	if !ic.freed {
 		ic.abortedAt.Store(-1)
-		ic.release(func() {
+		ic.release(stopWait, func() {
 			ic.abortAll()
 			ic.abortedAt.Store(time.Now().UnixNano())
 		})
@@ -466,8 +474,13 @@ func (ic *Interconnect) Aborted() (aborting bool, at time.Time) {
 	}
 }
 
-// abortWait bounds the wait for ncclCommAbort in fail.
-const abortWait = 2 * time.Second
+// abortWait bounds the wait for ncclCommAbort or ncclCommDestroy to
+// return (Close, free); stopWait bounds fail's, after which the cause is
+// published while the aborts go on.
+const (
+	abortWait = 2 * time.Second
+	stopWait  = 100 * time.Millisecond
+)
 
 // failNCCL fails the rail with an error NCCL returned or reported.
 func (ic *Interconnect) failNCCL(err error) error { return ic.fail(ic.blame(err)) }
@@ -559,7 +572,7 @@ func (ic *Interconnect) free() {
 	}
 	// Bounded as the abort is: a peer that died just now may leave NCCL's
 	// destroy waiting on it.
-	ic.release(func() {
+	ic.release(abortWait, func() {
 		ic.onDevice(func() error {
 			for _, c := range []ncclapi.Comm{ic.data, ic.ctrl} {
 				if c != 0 {
@@ -572,10 +585,10 @@ func (ic *Interconnect) free() {
 }
 
 // release frees the communicators once, by end (an abort or a destroy),
-// on a goroutine of its own, waiting for it at most abortWait: NCCL may
-// not return, and then what it may still use is left (abortDone sees
-// aborted open), not pulled from under it. freeMu is held.
-func (ic *Interconnect) release(end func()) {
+// on a goroutine of its own, waiting for it at most wait: NCCL may not
+// return, and then what it may still use is left (abortDone sees aborted
+// open), not pulled from under it. freeMu is held.
+func (ic *Interconnect) release(wait time.Duration, end func()) {
 	ic.freed = true
 	aborted := make(chan struct{})
 	ic.aborted.Store(&aborted)
@@ -583,7 +596,7 @@ func (ic *Interconnect) release(end func()) {
 		end()
 		close(aborted)
 	}()
-	t := time.NewTimer(abortWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-aborted:

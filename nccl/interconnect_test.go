@@ -101,7 +101,7 @@ func TestBlameTakesTheStoresWord(t *testing.T) {
 
 // TestFailOnce: the first cause stands, Done closes once, and the
 // communicators are aborted (here: asked to; NCCL is not loaded) before the
-// cause is published, within abortWait.
+// cause is published, within stopWait.
 func TestFailOnce(t *testing.T) {
 	ms := twoRanks(t)
 	ic := rail(ms[0], 0)

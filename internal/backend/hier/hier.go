@@ -166,10 +166,11 @@ func (c *Comm) Abort(cause error) {
 
 // fail records err as the cause, unless one is recorded, and aborts the
 // host's communicator with it, so that the local peers fail too, then the
-// rail. The cause is published only after both: a caller that hears of
-// the failure may free memory at once, and the driver's implicit wait for
-// the device to go idle must not find a kernel still spinning (ours, or
-// NCCL's waiting for a host that is gone).
+// rail. The cause is published only after both have told their kernels to
+// stop: a caller that hears of the failure may free memory at once, and
+// the driver's implicit wait for the device to go idle must not find a
+// kernel spinning for good (ours, or NCCL's waiting for a host that is
+// gone; package nccl's abort returns once NCCL's has begun, bounded).
 func (c *Comm) fail(err error) error {
 	c.failMu.Lock()
 	defer c.failMu.Unlock()
