@@ -61,10 +61,12 @@ func runHosts(t *testing.T, role string, worlds []int, timeout time.Duration) {
 	}
 }
 
-func TestHostsGraphGPU(t *testing.T)         { runHosts(t, "hosts-graph", []int{2, 4}, 20*time.Second) }
-func TestHostsMismatchGPU(t *testing.T)      { runHosts(t, "hosts-mismatch", []int{2, 4}, 20*time.Second) }
-func TestHostsGraphMismatchGPU(t *testing.T) { runHosts(t, "hosts-graph-mismatch", []int{2}, 20*time.Second) }
-func TestHostsSkippedCallGPU(t *testing.T)   { runHosts(t, "hosts-skip", []int{2}, 3*time.Second) }
+func TestHostsGraphGPU(t *testing.T)    { runHosts(t, "hosts-graph", []int{2, 4}, 20*time.Second) }
+func TestHostsMismatchGPU(t *testing.T) { runHosts(t, "hosts-mismatch", []int{2, 4}, 20*time.Second) }
+func TestHostsGraphMismatchGPU(t *testing.T) {
+	runHosts(t, "hosts-graph-mismatch", []int{2}, 20*time.Second)
+}
+func TestHostsSkippedCallGPU(t *testing.T) { runHosts(t, "hosts-skip", []int{2}, 3*time.Second) }
 
 // hostsRank is a rank's communicator across the two hosts, its GPU, a
 // memory on the legacy default stream and a stream of its own.
