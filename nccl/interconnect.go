@@ -96,7 +96,7 @@ func openRails(ctx context.Context, m Setup, o detcoll.Options, hosts, host, per
 		ic.fail(err)
 		// An ncclCommInitRank given up on aborts its communicator on the
 		// context when it returns: the context stays for it.
-		if !ic.abortDone(0) || ic.late.Load() != 0 {
+		if !ic.abortDone(abortWait) || ic.late.Load() != 0 {
 			return
 		}
 		ic.onDevice(func() error {

@@ -51,6 +51,7 @@ type railSigs struct {
 	hosts  int
 	dev    driver.DevicePtr // the counter, this rank's signature, every host's
 	rec    driver.HostMem
+	view   []byte // rec's bytes, which the host reads (tests: memory of their own)
 	recDev driver.DevicePtr
 	args   *railArgs // reused: see Comm.args
 
@@ -77,8 +78,12 @@ func (c *Comm) PrepareRail(hosts int) error {
 			}
 			return nil
 		}
-		if _, err := c.treeSums(hosts); err != nil {
-			return err
+		// T over the hosts (hosts leaves), and over two: the average's
+		// module and halving's steps. Loaded now, not in a capture.
+		for _, leaves := range []int{hosts, 2} {
+			if _, err := c.treeSums(leaves); err != nil {
+				return err
+			}
 		}
 		r := &railSigs{hosts: hosts, args: new(railArgs)}
 		var err error
@@ -86,11 +91,17 @@ func (c *Comm) PrepareRail(hosts int) error {
 		if r.dev, err = driver.MemAlloc(n); err != nil {
 			return err
 		}
+		// The memset is on the legacy stream, which a caller's
+		// non-blocking stream does not wait for: done before any call.
 		if err = driver.MemsetD8(r.dev, 0, n); err == nil {
+			err = driver.CtxSynchronize()
+		}
+		if err == nil {
 			r.rec, err = driver.MemHostAllocMapped(railRecSigs + hosts*railSigBytes)
 		}
 		if err == nil {
-			clear(r.rec.Bytes())
+			r.view = r.rec.Bytes()
+			clear(r.view)
 			r.recDev, err = driver.MemHostGetDevicePointer(r.rec)
 		}
 		if err != nil {
@@ -174,7 +185,7 @@ func (c *Comm) railLaunch(f driver.Function, r *railSigs, s uintptr) error {
 
 // word is the host's atomic view of the record's word at off.
 func (r *railSigs) word(off int) *atomic.Uint64 {
-	return (*atomic.Uint64)(unsafe.Add(r.rec.Ptr(), off))
+	return (*atomic.Uint64)(unsafe.Pointer(&r.view[off]))
 }
 
 // mismatch returns the *MismatchError a check recorded, or nil: every
@@ -183,7 +194,7 @@ func (r *railSigs) mismatch(g int) error {
 	if r.word(railCode).Load() == 0 {
 		return nil
 	}
-	mem := r.rec.Bytes()
+	mem := r.view
 	sigs := make([]base.Signature, 0, r.hosts*g)
 	for h := range r.hosts {
 		var w [proto.SignatureWords]uint64
@@ -210,9 +221,15 @@ func (r *railSigs) stuck(timeout time.Duration, g int) error {
 	if now.Sub(r.since) < timeout {
 		return nil
 	}
-	op := base.Op(uint32(r.word(railOp).Load()))
-	return &base.TimeoutError{Op: op, Seq: arrived, After: timeout,
-		Phase: fmt.Sprintf("waiting for the other hosts' signatures of call %d across hosts (the rail of local rank %d): a host skipped the call, or makes no more", arrived, g)}
+	// The call waiting is the first not checked; the operation known is
+	// the last signed one's, the same call unless calls queued behind it.
+	seq := checked + 1
+	var op base.Op
+	if arrived == seq {
+		op = base.Op(uint32(r.word(railOp).Load()))
+	}
+	return &base.TimeoutError{Op: op, Seq: seq, After: timeout,
+		Phase: fmt.Sprintf("waiting for the other hosts' signatures of call %d across hosts (the rail of local rank %d): a host skipped the call, or makes no more", seq, g)}
 }
 
 // refreshRail makes a mismatch the rail's check recorded this

@@ -136,6 +136,11 @@ func (c *Comm) WaitFence(timeout time.Duration) error {
 	}
 }
 
+// Idle reports whether the device finished all its work within d (a
+// graph's replays across hosts are fenced by nothing else: hier's Close
+// waits so before it frees their scratch).
+func (c *Comm) Idle(d time.Duration) bool { return c.idleWithin(d) == nil }
+
 // Capturing reports whether stream s is capturing a CUDA graph.
 func (c *Comm) Capturing(s uintptr) (capturing bool, err error) {
 	err = c.onThread(func() (err error) { capturing, err = driver.Stream(s).Capturing(); return err })

@@ -23,6 +23,8 @@ type DeviceLocal interface {
 	Copy(dst, src uint64, n int, s uintptr) error
 	Zero(dst uint64, n int, s uintptr) error
 	Capturing(s uintptr) (bool, error)
+	// Idle reports whether the device finished all its work within d.
+	Idle(d time.Duration) bool
 	// Fence records the end of the work queued on s so far; WaitFence
 	// waits for the last one (the caller may destroy s meanwhile), at most
 	// timeout.
@@ -84,10 +86,12 @@ type (
 	settler interface{ Settled(d time.Duration) bool }
 )
 
-// settleWait bounds Close's wait for a rail's abort to return. The rail's
-// failure has given the abort its own bound already (package nccl: 2 s);
-// one that outlives both is taken as stuck, and the scratch is left.
-const settleWait = time.Second
+// settleWait bounds Close's wait for a rail's abort to return, and for
+// the device to go idle after calls captured in graphs. The rail publishes
+// its failure as its abort begins; NCCL's abort took up to 2.2 s on the
+// GPU machine (package nccl). One that outlives this is taken as stuck,
+// and the scratch is left.
+const settleWait = 2 * time.Second
 
 // dbuf is a scratch buffer of device memory.
 type dbuf struct {

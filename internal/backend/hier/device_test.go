@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,10 +87,13 @@ type fakeDevice struct {
 
 	// The rail's signature check, as the cuda backend's kernels make it:
 	// the calls counted, this rank's signature and every host's in the
-	// arena. A mismatch is returned by CheckRail, at once.
+	// arena. A mismatch is recorded, not returned, as the kernel records
+	// it: the device's work after it does nothing (the kernels stop, the
+	// rail is aborted), and Err and Synchronize report it.
 	hosts     int
 	calls     uint64
 	mine, all uint64
+	mismatch  atomic.Pointer[error]
 	// capturing makes Capturing say so; allocs and frees count calls.
 	capturing     bool
 	allocs, frees int
@@ -127,11 +131,25 @@ func (d *fakeDevice) CheckRail(uintptr) error {
 			sigs = append(sigs, proto.DecodeSignature(w))
 		}
 	}
-	if same {
-		return nil
+	if !same {
+		var err error = &base.MismatchError{Signatures: sigs}
+		d.mismatch.CompareAndSwap(nil, &err)
 	}
-	return &base.MismatchError{Signatures: sigs}
+	return nil
 }
+
+// stopped says whether the device's work does nothing now: a mismatch
+// stopped it.
+func (d *fakeDevice) stopped() bool { return d.mismatch.Load() != nil }
+
+func (d *fakeDevice) Err() error {
+	if p := d.mismatch.Load(); p != nil {
+		return *p
+	}
+	return d.Comm.Err()
+}
+
+func (d *fakeDevice) Idle(time.Duration) bool { return true }
 
 func (d *fakeDevice) bufs(bs []base.DeviceBuf) [][]byte {
 	out := make([][]byte, len(bs))
@@ -142,6 +160,9 @@ func (d *fakeDevice) bufs(bs []base.DeviceBuf) [][]byte {
 }
 
 func (d *fakeDevice) Enqueue(r *base.DeviceRequest) error {
+	if d.stopped() {
+		return nil
+	}
 	scalar := r.Scalar
 	if r.ScalarAt != 0 { // read as the call runs, as the kernels do
 		scalar = append([]byte(nil), d.a.mem(r.ScalarAt, r.DType.Size())...)
@@ -159,10 +180,16 @@ func (d *fakeDevice) Free(p uint64) error {
 	return d.a.free(p)
 }
 func (d *fakeDevice) Copy(dst, src uint64, n int, _ uintptr) error {
+	if d.stopped() {
+		return nil
+	}
 	copy(d.a.mem(dst, n), d.a.mem(src, n))
 	return nil
 }
 func (d *fakeDevice) Zero(dst uint64, n int, _ uintptr) error {
+	if d.stopped() {
+		return nil
+	}
 	clear(d.a.mem(dst, n))
 	return nil
 }
@@ -180,6 +207,9 @@ func (d *fakeDevice) WaitFence(time.Duration) error {
 	return nil
 }
 func (d *fakeDevice) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs []uint64, n int, _ uintptr) error {
+	if d.stopped() {
+		return nil
+	}
 	size := dt.Size()
 	in := make([][]byte, len(srcs))
 	for i, s := range srcs {
@@ -189,17 +219,26 @@ func (d *fakeDevice) TreeReduce(dt num.DType, node num.RedOp, dst uint64, srcs [
 	return nil
 }
 func (d *fakeDevice) Average(dt num.DType, p uint64, n, w int, _ uintptr) error {
+	if d.stopped() {
+		return nil
+	}
 	num.Average(dt, d.a.mem(p, n*dt.Size()), w)
 	return nil
 }
 
-// deviceRail is the in-memory rail, moving arena memory too.
+// deviceRail is the in-memory rail, moving arena memory too; after a
+// mismatch its rank's device found, it moves nothing (NCCL's kernels
+// aborted), as every host's rank on it found the same.
 type deviceRail struct {
 	rail
-	a *arena
+	a   *arena
+	dev *fakeDevice
 }
 
 func (v deviceRail) AllGatherDevice(send, recv uint64, n int, _ uintptr) error {
+	if v.dev.stopped() {
+		return nil
+	}
 	return v.AllGather(context.Background(), v.a.mem(send, n), v.a.mem(recv, n*v.g.n))
 }
 
@@ -211,6 +250,9 @@ type exchangingDeviceRail struct {
 }
 
 func (v exchangingDeviceRail) ExchangeDevice(peer int, send uint64, sendN int, recv uint64, recvN int, _ uintptr) error {
+	if v.dev.stopped() {
+		return nil
+	}
 	v.x.to(v.h, peer) <- append([]byte{}, v.a.mem(send, sendN)...)
 	got := <-v.x.to(peer, v.h)
 	if len(got) != recvN {
@@ -231,9 +273,9 @@ func deviceJobWith(t *testing.T, hosts, perHost int, capacity int64, exchange bo
 	comms := jobOf(t, hosts, perHost, capacity, func(local *cpu.Comm, rl rail, boxes *mailboxes) (hier.Local, hier.Rail) {
 		dev := &fakeDevice{Comm: local, a: a}
 		if exchange {
-			return dev, exchangingDeviceRail{deviceRail{rl, a}, boxes}
+			return dev, exchangingDeviceRail{deviceRail{rl, a, dev}, boxes}
 		}
-		return dev, deviceRail{rl, a}
+		return dev, deviceRail{rl, a, dev}
 	})
 	return comms, a
 }
@@ -487,7 +529,12 @@ func TestDeviceHostsMismatch(t *testing.T) {
 				if r < l.perHost {
 					n = 101 // host 0
 				}
-				return call(r, c, n)
+				// Queued: the check runs on the device; Synchronize
+				// reports what it found.
+				if err := call(r, c, n); err != nil {
+					return fmt.Errorf("the mismatched call itself: %w", err)
+				}
+				return c.Synchronize(0)
 			})
 			for r, err := range errs {
 				var me *base.MismatchError
@@ -534,7 +581,7 @@ func TestDeviceCaptureKeepsScratch(t *testing.T) {
 		mu.Lock()
 		devs = append(devs, d)
 		mu.Unlock()
-		return d, exchangingDeviceRail{deviceRail{rl, a}, boxes}
+		return d, exchangingDeviceRail{deviceRail{rl, a, d}, boxes}
 	})
 	dt := num.Float32Type
 	for i, n := range []int{10, 1000, 100, 5000} {

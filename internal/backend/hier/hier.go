@@ -217,9 +217,17 @@ func (c *Comm) Close(ctx context.Context) error {
 	if c.dev != nil {
 		// Before the host's communicator closes: its context goes with it.
 		// Unless the rail's engine may still run kernels (an abort that has
-		// not returned): then a free could wait for them forever, and the
-		// scratch is left to the process's end instead.
-		if st, ok := c.rail.(settler); !ok || st.Settled(settleWait) {
+		// not returned), or a graph's replay may still use the scratch
+		// (replays are fenced by nothing): then a free could wait for them
+		// forever, and the scratch is left to the process's end instead.
+		settled := true
+		if st, ok := c.rail.(settler); ok {
+			settled = st.Settled(settleWait)
+		}
+		if settled && c.captured {
+			settled = c.dev.Idle(settleWait)
+		}
+		if settled {
 			c.freeDevice()
 		}
 	}
@@ -243,8 +251,11 @@ func (c *Comm) Close(ctx context.Context) error {
 // rank lost before its Close fails every other rank's (a kill as the
 // victim entered Close went unnoticed: run 13, results/gpu/levers-2026-12-02).
 // It is a call's meeting, with Close's signature (as the cpu backend's
-// Close has): a host that makes another call meanwhile gets the same bytes
-// along the rail and a *MismatchError on every rank, not a short read.
+// Close has): on host memory a host that makes another call meanwhile
+// gets the same bytes along the rail and a *MismatchError on every rank,
+// not a short read. A device call's signatures travel on the device
+// (device.go), not here: a host that makes one against another's Close
+// waits as for a skipped call, and both end in a *TimeoutError.
 func (c *Comm) closeMeet(ctx context.Context) error {
 	mctx, cancel := context.WithTimeout(c.ctx, c.timeout)
 	defer cancel()

@@ -80,7 +80,10 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	call := e.Op.String()
-	if e.Seq != 0 {
+	switch {
+	case e.Op == OpInvalid && e.Seq != 0: // the waiter knows the call's number only
+		call = fmt.Sprintf("call #%d", e.Seq)
+	case e.Seq != 0:
 		call = fmt.Sprintf("%v #%d", e.Op, e.Seq)
 	}
 	if len(e.Missing) == 0 { // the waiter could not tell who (a rail across hosts)

@@ -118,14 +118,21 @@ extern "C" __global__ void dc_rail_sign(RailArgs a) {
 }
 
 // The record is written once, at the first mismatch: the signatures, then
-// the call's sequence, then the code, each visible before the next.
+// the call's sequence, then the code, each visible before the next. A
+// gather that NCCL's abort ended early leaves an older call's signatures
+// in place: every host's sequence word must be this call's (as the k-th
+// gather on every host carries the k-th call's) before a difference counts
+// as a mismatch; otherwise the failure that aborted the rail is the one
+// to report, and the record stays as it is.
 extern "C" __global__ void dc_rail_check(RailArgs a) {
   const u64 mine = a.dev + DC_RAIL_MINE, all = a.dev + DC_RAIL_ALL;
   const u64 seq = ld_vol(mine + 8 * (DC_SIG_CMP - 1));
-  bool same = true;
-  for (u32 h = 0; h < a.hosts; h++)
+  bool same = true, complete = true;
+  for (u32 h = 0; h < a.hosts; h++) {
     for (int k = 0; k < DC_SIG_CMP; k++) same &= ld_vol(all + 8 * (h * DC_SIG_CMP + k)) == ld_vol(mine + 8 * k);
-  if (!same && ld_vol(a.rec + DC_RAIL_CODE) == 0) {
+    complete &= ld_vol(all + 8 * (h * DC_SIG_CMP + DC_SIG_CMP - 1)) == seq;
+  }
+  if (!same && complete && ld_vol(a.rec + DC_RAIL_CODE) == 0) {
     for (u32 i = 0; i < a.hosts * DC_SIG_CMP; i++) st_vol(a.rec + DC_RAIL_SIGS + 8 * i, ld_vol(all + 8 * i));
     st_vol(a.rec + DC_RAIL_SEQ, seq);
     fence_sys();
