@@ -248,12 +248,9 @@ func (c *Comm) refreshRail() {
 // watchRail is the monitor's look at the rail's check: a mismatch, or a
 // gather that has not ended within the timeout.
 func (c *Comm) watchRail() {
+	c.refreshRail()
 	r := c.rail.Load()
 	if r == nil || c.cause.Load() != nil {
-		return
-	}
-	if err := r.mismatch(c.world); err != nil {
-		c.poison(err, true)
 		return
 	}
 	if err := r.stuck(c.timeout, c.rank); err != nil {
