@@ -209,10 +209,15 @@ func (c *Comm) release() {
 		driver.MemFree(c.buf)
 		c.buf = 0
 	}
+	c.hostMu.Lock() // no Err reads the records while they go
 	if c.host.Len() != 0 {
 		driver.MemFreeHost(c.host)
 		c.host = driver.HostMem{}
 	}
+	if r := c.rail.Swap(nil); r != nil {
+		r.free()
+	}
+	c.hostMu.Unlock()
 	if c.stream != 0 {
 		c.stream.Destroy()
 		c.stream = 0
@@ -225,9 +230,6 @@ func (c *Comm) release() {
 		t.mod.Unload()
 	}
 	c.sums = nil
-	if r := c.rail.Swap(nil); r != nil {
-		r.free()
-	}
 	if c.fence != 0 {
 		c.fence.Destroy()
 		c.fence = 0

@@ -55,7 +55,7 @@ type Comm struct {
 	peers   []driver.DevicePtr // every rank's buffer as mapped here (peers[rank] == buf)
 	opened  []driver.DevicePtr // what IPCOpenMemHandle returned, to close
 	pids    []int              // every rank's process id, to tell a dead peer in Close
-	host    driver.HostMem     // abort word and error record
+	host    driver.HostMem     // abort word and error record; hostMu guards its freeing
 	hostDev driver.DevicePtr   // host's device address
 	stream  driver.Stream      // the communicator's own stream (non-blocking): Barrier's before any call
 	busID   string             // the GPU's PCI bus id: ranks with the same one share the GPU (share.go)
@@ -91,6 +91,9 @@ type Comm struct {
 	// rail is the signature check of calls across hosts (railsig.go), set
 	// once by PrepareRail; the monitor reads it without c.mu.
 	rail atomic.Pointer[railSigs]
+	// hostMu is held to read the host-mapped records (host, rail's) from
+	// any goroutine (Err, the monitor), and to free them (release).
+	hostMu sync.RWMutex
 }
 
 // Open sets up this rank's GPU and maps every peer's buffer. It is

@@ -62,10 +62,10 @@ func (c *Comm) Abort(cause error) {
 // more than a peer's report of them) and tells the peers, once. The record
 // is written once; refresh takes it once.
 func (c *Comm) refresh() {
-	if c.recorded.Load() || c.host.Len() == 0 || c.hostWord(recValid).Load() == 0 {
+	if c.recorded.Load() {
 		return
 	}
-	rec, ok := decodeRecord(c.host.Bytes(), c.world)
+	rec, ok := c.readRecord()
 	if !ok {
 		return
 	}
@@ -91,6 +91,17 @@ func (c *Comm) refresh() {
 			c.rdv.Fail(base.FailureOf(err, c.rank).Encode())
 		}
 	}
+}
+
+// readRecord decodes the error record, if a kernel has written it, under
+// hostMu: Err may run on any goroutine while Close frees the memory.
+func (c *Comm) readRecord() (record, bool) {
+	c.hostMu.RLock()
+	defer c.hostMu.RUnlock()
+	if c.host.Len() == 0 || c.hostWord(recValid).Load() == 0 {
+		return record{}, false
+	}
+	return decodeRecord(c.host.Bytes(), c.world)
 }
 
 // peerReportWait bounds how long refresh waits for the rendezvous to
@@ -139,6 +150,8 @@ func (c *Comm) poison(err error, tell bool) {
 // culprit), which a kernel that stops at it copies into this rank's status
 // word for the peers.
 func (c *Comm) raiseAbort(err error) {
+	c.hostMu.RLock()
+	defer c.hostMu.RUnlock()
 	if c.host.Len() == 0 {
 		return
 	}

@@ -236,11 +236,16 @@ func (r *railSigs) stuck(timeout time.Duration, g int) error {
 // communicator's failure, and tells the peers (every rank of the job: the
 // rendezvous is the job's), once.
 func (c *Comm) refreshRail() {
-	r := c.rail.Load()
-	if r == nil || c.cause.Load() != nil {
+	if c.cause.Load() != nil {
 		return
 	}
-	if err := r.mismatch(c.world); err != nil {
+	c.hostMu.RLock() // Close frees the record (release)
+	var err error
+	if r := c.rail.Load(); r != nil {
+		err = r.mismatch(c.world)
+	}
+	c.hostMu.RUnlock()
+	if err != nil {
 		c.poison(err, true)
 	}
 }
