@@ -128,6 +128,20 @@ func (c *Client) watchServer(value []byte) {
 		case <-t.C:
 		}
 		if running, _ := proc.Running(id); !running {
+			// What the server sent before it went may still wait to be
+			// read: a failure it broadcast names the rank to blame (a CI
+			// soak's survivor blamed rank 0, which had closed after
+			// broadcasting rank 2's loss, when its reader ran late). The
+			// reader gets serverGrace to take it.
+			t := time.NewTimer(serverGrace)
+			defer t.Stop()
+			select {
+			case <-c.closing:
+				return
+			case <-c.done:
+				return
+			case <-t.C:
+			}
 			c.mu.Lock()
 			if !c.closeStarted && !c.acked && !c.shut {
 				c.failLocked(&PeerError{Rank: 0, Reason: serverLost})
@@ -137,3 +151,7 @@ func (c *Client) watchServer(value []byte) {
 		}
 	}
 }
+
+// serverGrace is how long a client that found the server's process gone
+// waits for its reader to deliver what the server sent before.
+const serverGrace = 100 * time.Millisecond
