@@ -165,7 +165,7 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	if c.dev == nil {
 		return 0, base.Invalidf("StageDevice on a host communicator")
 	}
-	if err := c.noteCapture(s); err != nil {
+	if _, err := c.noteCapture(s); err != nil {
 		return 0, err
 	}
 	c.cur = s
@@ -216,12 +216,13 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	if err := c.stage.Check(req.Op, out, true); err != nil {
 		return err
 	}
-	if err := c.noteCapture(req.Stream); err != nil {
+	capturing, err := c.noteCapture(req.Stream)
+	if err != nil {
 		return err
 	}
 	c.seq, c.op = c.seq+1, req.Op
 	c.cur = req.Stream
-	err := c.checkSignatures(req)
+	err = c.checkSignatures(req)
 	for k := range req.Out {
 		if err != nil {
 			break
@@ -244,7 +245,7 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 			}
 		}
 	}
-	if err == nil && !c.capturing {
+	if err == nil && !capturing { // an event recorded in a capture is no fence
 		err = c.dev.Fence(req.Stream)
 	}
 	if err != nil {
@@ -253,16 +254,15 @@ func (c *Comm) Enqueue(req *base.DeviceRequest) error {
 	return nil
 }
 
-// noteCapture records whether stream s is capturing a CUDA graph now, and
-// whether any call of the communicator was (devBuf).
-func (c *Comm) noteCapture(s uintptr) error {
+// noteCapture reports whether stream s is capturing a CUDA graph now, and
+// records whether any call of the communicator was (devBuf).
+func (c *Comm) noteCapture(s uintptr) (bool, error) {
 	capturing, err := c.dev.Capturing(s)
 	if err != nil {
-		return err
+		return false, err
 	}
-	c.capturing = capturing
 	c.captured = c.captured || capturing
-	return nil
+	return capturing, nil
 }
 
 // checkSignatures queues the call's signature check along the rail: a

@@ -94,10 +94,8 @@ type Comm struct {
 	dsrcs    []uint64        // a Tree step's addresses, reused
 	stagedAt uint64          // StageDevice's memory
 	cur      uintptr         // the stream of the device call in progress
-	// capturing: the device call in progress is being captured in a CUDA
-	// graph; captured: a call was (devBuf keeps what graphs may use).
-	capturing, captured bool
-	retired             []uint64 // scratch a graph may still use, freed at Close
+	captured bool            // a call was captured in a CUDA graph: devBuf keeps what graphs may use
+	retired  []uint64        // scratch a graph may still use, freed at Close
 
 	failMu   sync.Mutex     // one fail at a time: see fail
 	watching sync.WaitGroup // the rail's watcher (New), waited for by Close
