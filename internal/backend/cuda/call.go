@@ -55,7 +55,7 @@ func (c *Comm) StageDevice(n int, s uintptr) (uint64, error) {
 	}
 	if !c.stage.Pending() {
 		sig := base.Signature{Op: base.OpAllReduceStaged}
-		if err := c.launch(base.OpAllReduceStaged, sig, operand{}, []step{c.plan.reserve()}, driver.Stream(s)); err != nil {
+		if err := c.launch(base.OpAllReduceStaged, sig, operand{}, []launch{c.plan.reserve()}, driver.Stream(s)); err != nil {
 			return 0, err
 		}
 	}
@@ -86,7 +86,7 @@ func operandOf(req *base.DeviceRequest) operand {
 // leaves the protocol as it was and is returned as is; a failure after
 // that leaves this rank half way through a call, which poisons the
 // communicator.
-func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []step, s driver.Stream) error {
+func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []launch, s driver.Stream) error {
 	if err := c.current(); err != nil {
 		runtime.UnlockOSThread()
 		return err
@@ -101,7 +101,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []step, s
 		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt,
 	}
 	for i, st := range steps {
-		if st.flags&flagFromInput == 0 && st.grid > c.plan.maxBlocks {
+		if st.table[0] != opAlone && st.grid > c.plan.maxBlocks {
 			// A planner bug, caught before it can starve a peer's kernel
 			// (share.go): no launch that waits may take more.
 			err := fmt.Errorf("cuda: %v: launch %d of %d blocks, over the cap of %d", op, i+1, st.grid, c.plan.maxBlocks)
@@ -110,7 +110,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []step, s
 			}
 			return err
 		}
-		args.Flags, args.Mode, args.NWork, args.Window = st.flags, st.mode, uint32(len(st.work)), uint64(st.window)
+		args.Steps, args.NWork, args.Window = st.table, uint32(len(st.work)), uint64(st.window)
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], st.work)
 		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(st.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}

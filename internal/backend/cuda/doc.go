@@ -41,9 +41,12 @@
 //
 // A call validates its arguments on the host, checks that no earlier
 // kernel failed, and queues one kernel (small messages) or a few (large
-// ones) on the caller's stream; it never waits for the GPU. Every launch
-// is at most half the blocks the GPU holds at once, so that two
-// communicators on streams the caller does not order always fit together.
+// ones) on the caller's stream; it never waits for the GPU. Each launch
+// carries its steps of proto's schedule as a table of the kernels'
+// primitives, which the kernel runs in order (steptable.go, plan.go). A
+// launch that may wait takes a few dozen blocks at most, so that the
+// kernels of several ranks or communicators on one GPU are resident
+// together (share.go, docs/gpu-sharing.md).
 // Barrier runs on the stream of the last call and waits for it alone,
 // never for the whole device. Sequence
 // values live in device memory and are read when the kernels run, so calls

@@ -36,6 +36,7 @@ func headerGroups() []struct {
 		{"Limits.", []define{
 			{"DC_MAX_WORLD", maxWorld, "ranks: the missing-rank mask is one 64-bit word"},
 			{"DC_MAX_WORK", maxWork, "buffers per launch"},
+			{"DC_MAX_STEPS", maxSteps, "entries of a launch's step table"},
 			{"DC_BLOCK", block, "threads per block of every launch"},
 			{"DC_MAX_LEAVES", maxLeaves, "hosts whose sums treesum.cu adds (internal/backend/hier)"},
 		}},
@@ -72,34 +73,7 @@ func headerGroups() []struct {
 			{"DC_REC_AUX", recAux, ""},
 			{"DC_REC_SIGS", recSigs, ""},
 		}},
-		{"Launch flags: the steps of proto's schedule a launch takes (launches.go).", []define{
-			{"DC_F_RESERVE", flagReserve, "await done >= seq-1 (the acks)"},
-			{"DC_F_COPYIN", flagCopyIn, "copy the inputs into this rank's staging"},
-			{"DC_F_PUBLISH", flagPublish, "sign, then publish stage = seq"},
-			{"DC_F_READY", flagReady, "await stage >= seq, check the signatures"},
-			{"DC_F_WAIT_RED", flagWaitRed, "await reduced >= seq"},
-			{"DC_F_COMPUTE", flagCompute, "the launch's work (mode)"},
-			{"DC_F_REDUCED", flagReduced, "publish reduced = seq"},
-			{"DC_F_DONE", flagDone, "publish done = seq, and push it into every peer's acks"},
-			{"DC_F_LL", flagLL, "the whole call in one launch, by the LL protocol"},
-			{"DC_F_SENT", flagSent, "push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer"},
-			{"DC_F_WAIT_SENT", flagWaitSent, "push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)"},
-			{"DC_F_FROM_INPUT", flagFromInput, "W=1 (proto.Alone): the tree's one leaf is the input itself"},
-		}},
-		{"Compute modes (layout.go).", []define{
-			{"DC_MODE_NONE", modeNone, ""},
-			{"DC_MODE_REDUCE", modeReduce, ""},
-			{"DC_MODE_RSHARD", modeRShard, ""},
-			{"DC_MODE_RINPLACE", modeRInPlace, ""},
-			{"DC_MODE_GATHER", modeGather, ""},
-			{"DC_MODE_GSHARDS", modeGShards, ""},
-			{"DC_MODE_BCAST", modeBcast, ""},
-			{"DC_MODE_PUSH", modePush, ""},
-			{"DC_MODE_RPUSH", modeRPush, ""},
-			{"DC_MODE_GPUSHED", modeGPushed, ""},
-			{"DC_MODE_PUSH_RS", modePushRS, ""},
-			{"DC_MODE_RPUSH_RS", modeRPushRS, ""},
-		}},
+		{"A launch's step table (Args.steps): the kernels' primitives, which run executes in order (steptable.go).", stepDefines()},
 		{"What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).", []define{
 			{"DC_CALC_NODE", calcNode, "the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN"},
 			{"DC_CALC_MAX", calcMax, ""},
@@ -135,6 +109,15 @@ func headerGroups() []struct {
 			{"DC_FAIL_MISMATCH", int64(base.FailureMismatch), ""},
 		}},
 	}
+}
+
+// stepDefines are the step table's primitives, DC_S_<name>.
+func stepDefines() []define {
+	d := make([]define, numStepOps)
+	for o := range numStepOps {
+		d[o] = define{"DC_S_" + stepOpDocs[o].name, int64(o), stepOpDocs[o].doc}
+	}
+	return d
 }
 
 // kernelHeader returns kernels/proto.h.

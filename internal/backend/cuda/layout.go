@@ -6,7 +6,7 @@ import (
 )
 
 // The layout of a rank's buffer and of the host-mapped error record, and
-// the kernels' flags, modes and codes. The kernels get them as a header
+// the kernels' codes. The kernels get them as a header
 // generated from these (header.go, kernels/proto.h); struct Args of
 // kernels/launch.h mirrors kernelArgs (layout_test.go checks the layout).
 const (
@@ -52,46 +52,12 @@ const (
 	shardAlign = 64
 )
 
-// Launch flags: the protocol steps one launch takes. Every launch of a
-// call has seq = own done + 1.
-const (
-	flagReserve   = 1 << iota // wait until every peer's done >= seq-1
-	flagCopyIn                // copy the inputs into the staging
-	flagPublish               // write the signature, stage = seq
-	flagReady                 // wait until every peer's stage >= seq, compare signatures
-	flagWaitRed               // wait until every peer's reduced >= seq
-	flagCompute               // produce the outputs (mode)
-	flagReduced               // reduced = seq
-	flagDone                  // done = seq
-	flagLL                    // the whole call in one launch, by the LL protocol
-	flagSent                  // push path: sent1 (push modes) or sent2 (modeRPush) = seq at every peer
-	flagWaitSent              // push path: wait until sent1 (rpush modes) or sent2 (modeGPushed) >= seq
-	flagFromInput             // proto.Alone: the tree's one leaf is the input itself, not the staging
-)
-
 // llSlot is the bytes of one LL receive slot for images of up to llMax
 // bytes.
 func llSlot(llMax int) int { return llHeader + 2*llMax }
 
 // llAreaSize is the bytes of a rank's LL area.
 func llAreaSize(world, llMax int) int { return 2*world*llSlot(llMax) + world*llMax }
-
-// Compute modes.
-const (
-	modeNone     = iota
-	modeReduce   // out = T(staging[off:]) of every rank
-	modeRShard   // out = T(staging[off + rank*n:]): reduce-scatter
-	modeRInPlace // own staging shard = T(shard of every staging): large all-reduce, phase 1
-	modeGather   // out[p*n:] = staging_p[off:]
-	modeGShards  // out[shard p] = staging_p[shard p]: large all-reduce, phase 2
-	modeBcast    // out = staging_root[off:] on every rank but the root
-	// The push path (kernels/push.h).
-	modePush    // copy input part p into rank p's staging
-	modeRPush   // sum this rank's part, store it to the output and every peer's staging
-	modeGPushed // copy the peers' sums from the staging into the output
-	modePushRS  // modePush of a reduce-scatter
-	modeRPushRS // sum this rank's part into the output
-)
 
 // pushStaging is the staging the push path needs for inputs of up to
 // capacity bytes: own part, W-1 received parts and W-1 received sums, each
@@ -160,14 +126,15 @@ const (
 // kernelArgs is the kernels' one parameter. It must match struct Args of
 // the kernels field for field (Go lays it out as C does).
 type kernelArgs struct {
-	Self, Host, Timeout      uint64
-	Count, Layout            uint64
-	LL, Window               uint64
-	Scalar, ScalarAt         uint64
-	Op, DType, Root, NBuf    uint32
-	Red, Calc                uint32
-	Rank, Flags, Mode, NWork uint32
-	Work                     [maxWork]work
+	Self, Host, Timeout   uint64
+	Count, Layout         uint64
+	LL, Window            uint64
+	Scalar, ScalarAt      uint64
+	Op, DType, Root, NBuf uint32
+	Red, Calc             uint32
+	Rank, NWork           uint32
+	Steps                 stepTable // the launch's steps, run in order (steptable.go)
+	Work                  [maxWork]work
 }
 
 // A longer proto signature fails to compile here rather than overrun the

@@ -94,8 +94,8 @@ func TestLayout(t *testing.T) {
 		offStopped+8*maxWorld > ctrlSize {
 		t.Errorf("the pushed arrays overlap or leave the control block")
 	}
-	// struct Args: 9 u64, 10 u32, then DC_MAX_WORK Works of 4 u64.
-	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(9*8+10*4+maxWork*32); got != want {
+	// struct Args: 9 u64, 8 u32, DC_MAX_STEPS u8, then DC_MAX_WORK Works of 4 u64.
+	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(9*8+8*4+maxSteps+maxWork*32); got != want {
 		t.Errorf("kernelArgs is %d bytes, struct Args %d", got, want)
 	}
 	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 112 {

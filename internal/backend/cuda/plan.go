@@ -88,12 +88,11 @@ func calcOf(red num.RedOp, dt num.DType) uint32 {
 	return c | t<<calcTypeShift
 }
 
-// step is one kernel launch of a call.
-type step struct {
+// launch is one kernel launch of a call.
+type launch struct {
 	kernel kernel
 	grid   int
-	flags  uint32
-	mode   uint32
+	table  stepTable
 	work   []work
 	window int // LL: image bytes per block
 }
@@ -127,9 +126,9 @@ func (p planner) path(req *base.DeviceRequest, buffers, total int) proto.Path {
 }
 
 // plan returns the launches of req, in stream order: its path's schedule
-// (proto.Schedule) cut into launches (launchShapes), each carrying its
-// steps as flags, for each chunk of at most maxWork buffers.
-func (p planner) plan(req *base.DeviceRequest) []step {
+// cut into launches (launchShapes), each with its step table, for each
+// chunk of at most maxWork buffers.
+func (p planner) plan(req *base.DeviceRequest) []launch {
 	sizes := req.InputSizes()
 	offs, total := base.StagingLayout(sizes)
 	works := make([]work, len(sizes))
@@ -145,12 +144,13 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 	}
 	staged := req.Op == base.OpAllReduceStaged
 	path := p.path(req, len(works), total)
+	k := kindOf(req.Op)
 	if path == proto.LL {
 		if staged {
 			works[0].In = p.staging
 		}
 		grid, window := p.llGrid(total)
-		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: grid, flags: flagLL, mode: opMode(req.Op), work: works, window: window}}
+		return []launch{{kernel: p.kernelOf(req, proto.Compute), grid: grid, table: launchShapes(path, staged, k)[0].table, work: works, window: window}}
 	}
 	if path == proto.Alone && req.Op == base.OpBroadcast {
 		return nil // in place, and the root's own: nothing moves, and no peer awaits a word
@@ -161,41 +161,33 @@ func (p planner) plan(req *base.DeviceRequest) []step {
 	if path == proto.Alone && len(works) <= maxWork {
 		// One launch, as launchShapes(Alone) has it, without its chunking's
 		// allocations: the host path of every W=1 call.
-		return []step{{kernel: p.kernelOf(req, proto.Compute), grid: p.aloneGrid(works),
-			flags: launchShapes(path, staged)[0].flags, mode: opMode(req.Op), work: works}}
+		return []launch{{kernel: p.kernelOf(req, proto.Compute), grid: p.aloneGrid(works),
+			table: launchShapes(path, staged, k)[0].table, work: works}}
 	}
-	shapes := launchShapes(path, staged)
+	shapes := launchShapes(path, staged, k)
 	chunks := chunk(works)
-	steps := make([]step, 0, len(shapes)*len(chunks))
+	out := make([]launch, 0, len(shapes)*len(chunks))
 	for _, sh := range shapes {
 		for i, c := range chunks {
-			f := sh.flags
-			if i > 0 {
-				f &^= waitFlags // a launch's waits are done once, by the first chunk
-			}
-			if i < len(chunks)-1 {
-				f &^= publishFlags // and its publishes once, by the last
-			}
 			grid := p.gridOf(req, sh.work, c, total)
 			if path == proto.Alone {
 				grid = p.aloneGrid(c)
 			}
-			steps = append(steps, step{kernel: p.kernelOf(req, sh.work), grid: grid, flags: f, mode: workMode(path, sh.work, req.Op), work: c})
+			out = append(out, launch{kernel: p.kernelOf(req, sh.work), grid: grid, table: chunkTable(sh.table, i, len(chunks)), work: c})
 		}
 	}
-	return steps
+	return out
 }
 
 // reserve returns the launch of Stage: wait until the staging is free.
-func (p planner) reserve() step {
-	return step{kernel: kernelCopy, grid: 1, flags: launchShapes(proto.ReserveOnly, false)[0].flags}
+func (p planner) reserve() launch {
+	return launch{kernel: kernelCopy, grid: 1, table: launchShapes(proto.ReserveOnly, false, kindNone)[0].table}
 }
 
 // kernelOf is the kernel of a launch whose work is a: the call's
 // reduction where a reduces, the byte copy otherwise.
 func (p planner) kernelOf(req *base.DeviceRequest, a proto.Action) kernel {
-	sums := opMode(req.Op) == modeReduce || opMode(req.Op) == modeRShard
-	if sums && (a == proto.Compute || a == proto.ReduceShard) {
+	if kindOf(req.Op).sums() && (a == proto.Compute || a == proto.ReduceShard) {
 		return reduceKernel(req.Red, req.DType)
 	}
 	return kernelCopy
@@ -210,50 +202,12 @@ func (p planner) gridOf(req *base.DeviceRequest, a proto.Action, ws []work, tota
 		return p.grid(total / p.world)
 	case a == proto.Gather:
 		return p.grid(total)
-	case a == proto.Compute && opMode(req.Op) == modeRShard:
+	case a == proto.Compute && kindOf(req.Op) == kindReduceScatter:
 		return p.grid(maxBytes(ws) / p.world)
 	case a == proto.Compute || a == proto.CopyIn:
 		return p.grid(maxBytes(ws))
 	}
 	return 1 // no data: a wait or a publish
-}
-
-// opMode is the compute mode of a one-shot call of op.
-func opMode(op base.Op) uint32 {
-	switch op {
-	case base.OpAllReduce, base.OpAllReduceStaged:
-		return modeReduce
-	case base.OpReduceScatter, base.OpReduceScatterMany:
-		return modeRShard
-	case base.OpAllGather, base.OpAllGatherMany:
-		return modeGather
-	case base.OpBroadcast:
-		return modeBcast
-	}
-	return modeNone
-}
-
-// workMode is the compute mode of a launch whose work is a on path.
-func workMode(path proto.Path, a proto.Action, op base.Op) uint32 {
-	switch {
-	case path == proto.Push && a == proto.CopyIn:
-		return modePush
-	case path == proto.Push && a == proto.ReduceShard:
-		return modeRPush
-	case path == proto.Push && a == proto.Gather:
-		return modeGPushed
-	case path == proto.PushScatter && a == proto.CopyIn:
-		return modePushRS
-	case path == proto.PushScatter && a == proto.ReduceShard:
-		return modeRPushRS
-	case a == proto.ReduceShard:
-		return modeRInPlace
-	case a == proto.Gather:
-		return modeGShards
-	case a == proto.Compute:
-		return opMode(op)
-	}
-	return modeNone
 }
 
 // llGrid returns the blocks of an LL launch for an image of n bytes and

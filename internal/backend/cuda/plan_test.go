@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/detcoll/detcoll/internal/core/base"
@@ -14,6 +15,20 @@ func testPlanner(rank, world int) planner {
 }
 
 func buf(addr uint64, n int) []base.DeviceBuf { return []base.DeviceBuf{{Addr: addr, Len: n}} }
+
+// moveOf is the primitive of t that moves data (the compute of an LL or
+// Alone launch), or opEnd.
+func moveOf(t stepTable) stepOp {
+	if t[0] == opLL || t[0] == opAlone {
+		return t[1]
+	}
+	for _, o := range t {
+		if o != opEnd && !o.waits() && !o.publishes() {
+			return o
+		}
+	}
+	return opEnd
+}
 
 // TestPlanPaths checks which launches each call gets: an LL call is one
 // launch that starts a new call; on the staging path every call publishes
@@ -36,31 +51,31 @@ func TestPlanPaths(t *testing.T) {
 		name  string
 		req   *base.DeviceRequest
 		world int
-		modes []uint32
+		moves []stepOp
 	}{
-		{"small all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 2, []uint32{modeReduce}},
-		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []uint32{modePush, modeRPush, modeGPushed}},
-		{"large reduce-scatter", &base.DeviceRequest{Op: base.OpReduceScatter, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(1<<30, 1<<19)}, 2, []uint32{modePushRS, modeRPushRS}},
-		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []uint32{modeReduce}},
-		{"small all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 1, []uint32{modeReduce}},
-		{"gather many W=1, chunked", many(base.OpAllGatherMany, 10, 64, 1), 1, []uint32{modeGather, modeGather}},
-		{"large staged W=1", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 1, []uint32{modeReduce}},
-		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []uint32{modeNone, modeRInPlace, modeGShards}},
-		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []uint32{modeReduce}},
-		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10), Out: buf(1<<20, 128<<10)}, 2, []uint32{modeGather}},
-		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10+1), Out: buf(1<<20, 128<<10+2)}, 2, []uint32{modeNone, modeGather}},
-		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []uint32{modeNone}},
-		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []uint32{modeNone, modeNone, modeRShard, modeRShard}},
-		{"gather many, LL", many(base.OpAllGatherMany, 8, 64, 4), 4, []uint32{modeGather}},
+		{"small all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 2, []stepOp{opReduce}},
+		{"large all-reduce", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 2, []stepOp{opPush, opReducePush, opGatherPushed}},
+		{"large reduce-scatter", &base.DeviceRequest{Op: base.OpReduceScatter, DType: num.BFloat16Type, In: buf(4096, 1<<20), Out: buf(1<<30, 1<<19)}, 2, []stepOp{opPushScatter, opReducePushScatter}},
+		{"large all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.Float64Type, In: buf(4096, 1<<20), Out: buf(4096, 1<<20)}, 1, []stepOp{opReduce}},
+		{"small all-reduce W=1", &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1000), Out: buf(8192, 1000)}, 1, []stepOp{opReduce}},
+		{"gather many W=1, chunked", many(base.OpAllGatherMany, 10, 64, 1), 1, []stepOp{opGather, opGather}},
+		{"large staged W=1", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 1, []stepOp{opReduce}},
+		{"large staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 1<<20)}, 2, []stepOp{opEnd, opReduceInPlace, opGatherShards}},
+		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []stepOp{opReduce}},
+		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10), Out: buf(1<<20, 128<<10)}, 2, []stepOp{opGather}},
+		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10+1), Out: buf(1<<20, 128<<10+2)}, 2, []stepOp{opCopyIn, opGather}},
+		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []stepOp{opEnd}},
+		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []stepOp{opCopyIn, opCopyIn, opReduceShard, opReduceShard}},
+		{"gather many, LL", many(base.OpAllGatherMany, 8, 64, 4), 4, []stepOp{opGather}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			steps := testPlanner(0, tc.world).plan(tc.req)
-			if len(steps) != len(tc.modes) {
-				t.Fatalf("%d launches, want %d: %+v", len(steps), len(tc.modes), steps)
+			if len(steps) != len(tc.moves) {
+				t.Fatalf("%d launches, want %d: %+v", len(steps), len(tc.moves), steps)
 			}
-			if steps[0].flags&flagLL != 0 {
-				if len(steps) != 1 || steps[0].flags != flagLL {
-					t.Fatalf("an LL call is one launch with flag LL alone: %+v", steps)
+			if steps[0].table[0] == opLL {
+				if len(steps) != 1 || steps[0].table != (stepTable{opLL, tc.moves[0]}) {
+					t.Fatalf("an LL call is one launch of LL and its compute: %+v", steps)
 				}
 				_, total := base.StagingLayout(tc.req.InputSizes())
 				if g, w := steps[0].grid, steps[0].window; g < 1 || g > 264 || w%64 != 0 || g*w < total {
@@ -68,10 +83,10 @@ func TestPlanPaths(t *testing.T) {
 				}
 				return
 			}
-			count := map[uint32]int{}
+			count := map[stepOp]int{}
 			for i, s := range steps {
-				if s.mode != tc.modes[i] {
-					t.Errorf("launch %d: mode %d, want %d", i, s.mode, tc.modes[i])
+				if m := moveOf(s.table); m != tc.moves[i] {
+					t.Errorf("launch %d: moves by %v, want %v (%v)", i, m, tc.moves[i], s.table)
 				}
 				if s.grid < 1 || s.grid > 264 {
 					t.Errorf("launch %d: grid %d", i, s.grid)
@@ -79,40 +94,39 @@ func TestPlanPaths(t *testing.T) {
 				if len(s.work) > maxWork {
 					t.Errorf("launch %d: %d buffers", i, len(s.work))
 				}
-				for f := uint32(1); f <= flagFromInput; f <<= 1 {
-					if s.flags&f != 0 {
-						count[f]++
-					}
+				for _, o := range s.table {
+					count[o]++
 				}
 			}
-			if last := steps[len(steps)-1]; last.flags&flagDone == 0 {
-				t.Errorf("last launch does not publish done: %#x", last.flags)
+			if last := steps[len(steps)-1]; !slices.Contains(last.table[:], opPublishDone) {
+				t.Errorf("last launch does not publish done: %v", last.table)
 			}
 			staged := tc.req.Op == base.OpAllReduceStaged
 			if tc.world == 1 {
 				// Alone: no peer to meet, the outputs straight from the
 				// inputs, in one launch per chunk.
 				for i, s := range steps {
-					if s.flags&^flagDone != flagCompute|flagFromInput {
-						t.Errorf("alone, launch %d has flags %#x", i, s.flags)
+					if s.table[0] != opAlone || s.table[1] != tc.moves[i] {
+						t.Errorf("alone, launch %d: %v", i, s.table)
 					}
 				}
-				if count[flagDone] != 1 {
-					t.Errorf("flags per call: %v", count)
+				if count[opPublishDone] != 1 {
+					t.Errorf("steps per call: %v", count)
 				}
 				return
 			}
-			waits := count[flagReady] == 1 // the staging path
-			if steps[0].mode == modePush || steps[0].mode == modePushRS {
-				waits = count[flagReady] == 0 && count[flagWaitSent] == len(steps)-1 && count[flagSent] == len(steps)-1
+			waits := count[opAwaitStage] == 1 && count[opCheck] == 1 // the staging path
+			if steps[0].table[2] == opPush || steps[0].table[2] == opPushScatter {
+				waits = count[opAwaitStage] == 0 && count[opAwaitSent1] == 1 && count[opCheck] == 1 &&
+					count[opAwaitSent1]+count[opAwaitSent2] == len(steps)-1 && count[opPublishSent1]+count[opPublishSent2] == len(steps)-1
 			}
-			if count[flagPublish] != 1 || !waits || count[flagDone] != 1 || (count[flagReserve] != 1) == !staged {
-				t.Errorf("flags per call: %v", count)
+			if count[opPublishStage] != 1 || !waits || count[opPublishDone] != 1 || (count[opAwaitAcks] != 1) == !staged {
+				t.Errorf("steps per call: %v", count)
 			}
 			// Every launch counts its seq from done: only the last one
 			// may publish it.
 			for i, s := range steps[:len(steps)-1] {
-				if s.flags&flagDone != 0 {
+				if slices.Contains(s.table[:], opPublishDone) {
 					t.Errorf("launch %d of %d publishes done", i, len(steps))
 				}
 			}
@@ -190,34 +204,81 @@ func TestPlanAloneFillsTheGPU(t *testing.T) {
 	}
 }
 
-// TestLaunchShapes: each path's schedule (internal/core/proto) becomes these
-// launches; the kernels take each launch's flags in the schedule's order.
+// TestLaunchShapes: each path's schedule, as proto.Launches cuts it,
+// becomes these step tables; the kernels take each table's steps in
+// order, which is the schedule's.
 func TestLaunchShapes(t *testing.T) {
+	type tab = stepTable
 	for _, tc := range []struct {
 		path   proto.Path
 		staged bool
-		want   []uint32
+		k      kind
+		want   []stepTable
 	}{
-		{proto.OneShot, false, []uint32{flagReserve | flagCopyIn | flagPublish, flagReady | flagCompute | flagDone}},
-		{proto.OneShot, true, []uint32{flagPublish, flagReady | flagCompute | flagDone}},
-		{proto.TwoPhase, true, []uint32{flagPublish, flagReady | flagCompute | flagReduced, flagWaitRed | flagCompute | flagDone}},
-		{proto.Push, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
-		{proto.PushScatter, false, []uint32{flagReserve | flagPublish | flagCompute | flagSent, flagWaitSent | flagCompute | flagDone}},
-		{proto.ReserveOnly, false, []uint32{flagReserve}},
-		{proto.Alone, false, []uint32{flagCompute | flagFromInput | flagDone}},
-		{proto.Alone, true, []uint32{flagCompute | flagFromInput | flagDone}},
+		{proto.OneShot, false, kindReduce, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opReduce, opPublishDone}}},
+		{proto.OneShot, false, kindReduceScatter, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opReduceShard, opPublishDone}}},
+		{proto.OneShot, false, kindGather, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opGather, opPublishDone}}},
+		{proto.OneShot, false, kindBroadcast, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opBroadcast, opPublishDone}}},
+		{proto.OneShot, false, kindNone, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opPublishDone}}},
+		{proto.OneShot, true, kindReduce, []tab{{opPublishStage}, {opAwaitStage, opCheck, opReduce, opPublishDone}}},
+		{proto.TwoPhase, true, kindReduce, []tab{{opPublishStage}, {opAwaitStage, opCheck, opReduceInPlace, opPublishReduced}, {opAwaitReduced, opGatherShards, opPublishDone}}},
+		{proto.Push, false, kindReduce, []tab{{opAwaitAcks, opPublishStage, opPush, opPublishSent1}, {opAwaitSent1, opCheck, opReducePush, opPublishSent2}, {opAwaitSent2, opGatherPushed, opPublishDone}}},
+		{proto.PushScatter, false, kindReduceScatter, []tab{{opAwaitAcks, opPublishStage, opPushScatter, opPublishSent1}, {opAwaitSent1, opCheck, opReducePushScatter, opPublishDone}}},
+		{proto.ReserveOnly, false, kindNone, []tab{{opAwaitAcks}}},
+		{proto.LL, false, kindReduce, []tab{{opLL, opReduce}}},
+		{proto.LL, true, kindReduce, []tab{{opLL, opReduce}}},
+		{proto.LL, false, kindBroadcast, []tab{{opLL, opBroadcast}}},
+		{proto.Alone, false, kindGather, []tab{{opAlone, opGather, opPublishDone}}},
+		{proto.Alone, true, kindReduce, []tab{{opAlone, opReduce, opPublishDone}}},
 	} {
-		var got []uint32
+		var got []stepTable
 		var steps []proto.Step
-		for _, sh := range launchShapes(tc.path, tc.staged) {
-			got = append(got, sh.flags)
+		for _, sh := range launchShapes(tc.path, tc.staged, tc.k) {
+			got = append(got, sh.table)
 			steps = append(steps, sh.steps...)
 		}
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("%v staged=%v: flags %#x, want %#x", tc.path, tc.staged, got, tc.want)
+			t.Errorf("%v staged=%v kind %d: tables %v, want %v", tc.path, tc.staged, tc.k, got, tc.want)
 		}
 		if !slices.Equal(steps, proto.Schedule(tc.path, tc.staged)) {
 			t.Errorf("%v staged=%v: the launches carry %v, not the schedule", tc.path, tc.staged, steps)
+		}
+	}
+}
+
+// TestChunkTable: of the launches of a call's chunks, the first waits
+// and checks, the last publishes, and every one moves its data.
+func TestChunkTable(t *testing.T) {
+	full := stepTable{opAwaitStage, opCheck, opReduceShard, opPublishDone}
+	for _, c := range []struct {
+		i, n int
+		want stepTable
+	}{
+		{0, 1, full},
+		{0, 2, stepTable{opAwaitStage, opCheck, opReduceShard}},
+		{1, 3, stepTable{opReduceShard}},
+		{2, 3, stepTable{opReduceShard, opPublishDone}},
+	} {
+		if got := chunkTable(full, c.i, c.n); got != c.want {
+			t.Errorf("chunk %d of %d: %v, want %v", c.i, c.n, got, c.want)
+		}
+	}
+}
+
+// TestStepOpsNamed: every primitive has a name in the kernels' header,
+// and the waits and publishes are where waits and publishes think.
+func TestStepOpsNamed(t *testing.T) {
+	seen := map[string]bool{}
+	for o := range numStepOps {
+		n := stepOpDocs[o].name
+		if n == "" || seen[n] {
+			t.Errorf("step op %d: name %q", o, n)
+		}
+		seen[n] = true
+		name := o.String()
+		waits := strings.HasPrefix(name, "AWAIT_") || name == "CHECK"
+		if o.waits() != waits || o.publishes() != strings.HasPrefix(name, "PUBLISH_") {
+			t.Errorf("%v: waits %v, publishes %v", o, o.waits(), o.publishes())
 		}
 	}
 }

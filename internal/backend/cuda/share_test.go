@@ -37,7 +37,7 @@ func TestPlanGridCap(t *testing.T) {
 						req.In, req.Out = buf(1<<40, in), buf(1<<42, out)
 					}
 					for i, s := range p.plan(req) {
-						alone := s.flags&flagFromInput != 0
+						alone := s.table[0] == opAlone
 						if alone != (world == 1) {
 							t.Errorf("W=%d %v %d bytes: launch %d alone=%v", world, op, n, i, alone)
 						}

@@ -4,8 +4,10 @@
 // is to blame, and the codecs of the status and signature words. It is
 // written once here and executed by the backends: internal/backend/cpu runs a
 // call's Schedule over shared memory and ends every wait with Decide;
-// internal/backend/cuda cuts the same Schedule into kernel launches (its
-// launches.go) and writes this package's phases, status-word layout and
+// internal/backend/cuda runs the same Schedule as kernel launches, cut by
+// Launches (testdata/launches.txt), each launch a table of the kernels'
+// primitives that the kernel executes in order (its steptable.go), and
+// writes this package's phases, status-word layout and
 // signature size into the kernels' generated header (kernels/proto.h). The
 // GPU-only paths (LL, Push, PushScatter, Alone) and words (Sent1, Sent2) are
 // described here too, so that every path of the protocol has one written
@@ -27,7 +29,7 @@
 // testdata/hosts.txt and by a simulator that evaluates every rank's steps
 // as expressions against the flat tree (hosts_sim_test.go).
 //
-// It owns: Word, Phase, Path, Action, Step, Schedule, View, Wait, Verdict,
+// It owns: Word, Phase, Path, Action, Step, Schedule, Launches, View, Wait, Verdict,
 // Decide, Prevails, the status word, the signature words, ChoosePath (which
 // path a call takes, per engine: testdata/path.txt), and HostCall,
 // HostStep and HostSchedule. It imports

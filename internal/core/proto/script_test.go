@@ -43,7 +43,10 @@ func TestScripts(t *testing.T) {
 	}
 }
 
-// schedule path=<path> [staged]
+// schedule path=<path> [staged] [launches]
+//
+// With launches, the schedule as Launches cuts it, a line "launch N"
+// before each.
 func runSchedule(t *testing.T, d *datadriven.TestData) string {
 	var name string
 	d.ScanArgs(t, "path", &name)
@@ -56,6 +59,15 @@ func runSchedule(t *testing.T, d *datadriven.TestData) string {
 		return "none\n"
 	}
 	var b strings.Builder
+	if d.HasArg("launches") {
+		for i, l := range Launches(p, d.HasArg("staged")) {
+			fmt.Fprintf(&b, "launch %d\n", i+1)
+			for _, s := range l {
+				fmt.Fprintf(&b, "  %v\n", s)
+			}
+		}
+		return b.String()
+	}
 	for _, s := range steps {
 		fmt.Fprintln(&b, s)
 	}

@@ -24,27 +24,19 @@
 //   then this file.
 //
 // One kernel body runs every step of the protocol of the contract's section
-// 4; every launch of a call has seq = own done + 1 (done is the call's last
-// step), and the flags of each launch say which steps it takes:
-//   RESERVE   wait until every peer's done >= seq - 1
-//   COPYIN    copy the inputs into this rank's staging
-//   PUBLISH   write the signature, then stage = seq (release, system scope)
-//   READY     wait until every peer's stage >= seq, compare signatures
-//   WAIT_RED  wait until every peer's reduced >= seq (large all-reduce)
-//   COMPUTE   produce the outputs from the staging (mode)
-//   REDUCED   reduced = seq (this rank's shard is summed in place)
-//   DONE      done = seq (this rank has finished reading its peers)
-// Sequence values are read from device memory when the kernel runs, never
-// passed by the host, so captured graphs replay correctly. A communicator's
-// first call has a random seq (2^32 <= s0 < 2^32 + 2^62, agreed at Open,
-// which sets every word to s0 - 1 and every LL line's flag to s0 - 2), so
-// that a late line of an earlier communicator's kernel in reused memory
-// cannot carry the flag of a call of this one; seq never wraps.
-//
-// A rank's done is also pushed into every peer's control block (its ack
-// array), so that RESERVE polls this rank's own memory, not a peer's over
-// NVLink.
-//
+// 4. Each launch carries its steps as a table of primitives (Args.steps,
+// DC_S_*), in the order of proto's schedule as proto.Launches cuts it
+// (cuda/steptable.go), and run executes them in that order. Every launch of
+// a call has seq = own done + 1 (done is the call's last step):
+//   AWAIT_ACKS     wait until every peer's done >= seq - 1
+//   COPY_IN        copy the inputs into this rank's staging
+//   PUBLISH_STAGE  write the signature, then stage = seq (release, system scope)
+//   AWAIT_STAGE    wait until every peer's stage >= seq; CHECK compares signatures
+//   REDUCE ...     produce the outputs (staging.h, push.h: the primitives)
+//   PUBLISH_DONE   done = seq (this rank has finished reading its peers)
+// and the words of the two-phase and push paths (reduced, sent1, sent2).
+// A call of more than DC_MAX_WORK buffers runs each launch once per
+// DC_MAX_WORK: the first waits and checks, the last publishes.
 // Small calls take one launch of a different protocol (flag LL, run_ll):
 // every rank pushes its input into each peer's memory as LL lines, 16 bytes
 // holding 8 bytes of data and the call's flag twice (each 8-byte half is one
@@ -83,17 +75,17 @@
 // communicators fit on one GPU at once (cuda/share.go).
 #define DC_MIN_BLOCKS 2
 
-// run takes the steps of a launch that its flags name, in the order of
-// proto's schedule, or the whole call by LL.
+// run executes the step table of a launch: the whole call by LL or, at
+// W=1, Alone (the table's first entry says), else its steps in order.
 template <class K>
 __device__ void run(const Args& a, State& s) {
   if constexpr (kWorld == 1)
-    if (a.flags & DC_F_FROM_INPUT) {
+    if (a.steps[0] == DC_S_ALONE) {
       run_alone<K>(a, s);
       return;
     }
   const u32 t = threadIdx.x, nt = blockDim.x;
-  const bool ll = a.flags & DC_F_LL;
+  const bool ll = a.steps[0] == DC_S_LL;
   const u64 scratch = a.self + a.ll + 2ull * kWorld * DC_LL_SLOT;  // LL: the scratch images
   for (u32 p = t; p < kWorld; p += nt) {
     s.ctrl[p] = ld_u64(a.self + DC_OFF_PEERS + 8 * p);
@@ -104,7 +96,6 @@ __device__ void run(const Args& a, State& s) {
     // LL checks the acks of its slot without a wait of its own: the
     // loads overlap the stage's.
     if (ll && p != a.rank) s.ack[p] = ld_acquire(a.self + DC_OFF_ACK + 8 * p);
-    if (a.mode == DC_MODE_RPUSH || a.mode == DC_MODE_RPUSH_RS) push_setup(a, s, p);
   }
   for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) s.sig_ok[i] = 0;
   for (u32 p = t; p < kWorld; p += nt) {
@@ -126,6 +117,8 @@ __device__ void run(const Args& a, State& s) {
       s.win = atom_add(a.self + DC_OFF_TICKET, 1);
       if (s.win == gridDim.x - 1) atom_zero(a.self + DC_OFF_TICKET);
     }
+    s.remote = 0;
+    for (int i = 0; i < DC_MAX_STEPS; i++) s.remote |= push_path(a.steps[i]);
   }
   if (t == nt - 1) {
     // Both words were last written by this rank's earlier launches, which
@@ -143,49 +136,79 @@ __device__ void run(const Args& a, State& s) {
     bool acked = true;
     for (int p = 0; p < kWorld; p++) acked = acked && (p == (int)a.rank || s.ack[p] + 2 >= seq);
     if (!acked && !wait_all(a, s, DC_OFF_ACK, seq - 2, DC_PHASE_RESERVE)) return;
-    run_ll<K>(a, s, seq);
+    run_ll<K>(a, s, seq, a.steps[1]);
     return;
   }
 
-  if ((a.flags & DC_F_RESERVE) && !wait_all(a, s, DC_OFF_ACK, seq - 1, DC_PHASE_RESERVE)) return;
-  if ((a.flags & DC_F_RESERVE) && ll_refresh_due(seq)) ll_refresh(a, s, seq, false);
-  if (a.flags & DC_F_COPYIN)
-    for (u32 k = 0; k < a.nwork; k++)
-      if (a.work[k].in != 0) copy_bytes(s.pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes, gtid(), gstride());
-  if ((a.flags & DC_F_PUBLISH) && last_block(a, s, DC_OFF_COUNT_STAGE) && t == 0) publish_stage(a, s, seq);
-  if (a.flags & DC_F_READY) {
-    if (!wait_all(a, s, DC_OFF_STAGE, seq, DC_PHASE_READY, DC_PROBE_HEADER)) return;
-    if (!check_signatures(a, s)) return;
-  }
-  if ((a.flags & DC_F_WAIT_RED) && !wait_all(a, s, DC_OFF_REDUCED, seq, DC_PHASE_REDUCED)) return;
-  const bool first = a.mode == DC_MODE_RPUSH || a.mode == DC_MODE_RPUSH_RS;  // waits for sent1
-  if (a.flags & DC_F_WAIT_SENT) {
-    if (!wait_all(a, s, first ? DC_OFF_SENT1 : DC_OFF_SENT2, seq, first ? DC_PHASE_READY : DC_PHASE_REDUCED,
-                  first ? DC_PROBE_ANY : DC_PROBE_NONE))
-      return;
-    if (first && !check_signatures(a, s)) return;
-  }
-  // A premulsum's later chunks check no signatures (plan.go): the peers'
-  // scalars are in their slots still, which they rewrite only after this
-  // rank's done.
-  if (K::reduces && !K::fixed && (a.calc & DC_CALC_PRE) && (a.flags & DC_F_COMPUTE) &&
-      !(a.flags & (DC_F_READY | DC_F_WAIT_SENT))) {
-    for (u32 p = t; p < kWorld; p += nt)
-      if (p != a.rank) s.scale[p] = ld_vol(s.ctrl[p] + DC_OFF_SIG + 8 * DC_SIG_CMP);
-    sync_block();
-  }
-  if (a.flags & DC_F_COMPUTE)
-    for (u32 k = 0; k < a.nwork; k++) {
-      if (a.mode >= DC_MODE_PUSH)
-        push_compute<K>(a, s, a.work[k]);
-      else
-        staged_compute<K>(a, s, a.work[k]);
+  // The peers' premulsum scalars come with their signatures (CHECK); a
+  // launch that computes without a CHECK of its own (a later chunk, a
+  // later launch of the call) reads them from the peers' slots, which
+  // they rewrite only after this rank's done.
+  bool scaled = false;
+#pragma unroll 1  // one copy of each primitive's code, not one per entry
+  for (int i = 0; i < DC_MAX_STEPS; i++) {
+    const u32 op = a.steps[i];
+    switch (op) {
+      case DC_S_END:
+        return;
+      case DC_S_AWAIT_ACKS:
+        if (!wait_all(a, s, DC_OFF_ACK, seq - 1, DC_PHASE_RESERVE)) return;
+        if (ll_refresh_due(seq)) ll_refresh(a, s, seq, 0);
+        break;
+      case DC_S_AWAIT_STAGE:
+        if (!wait_all(a, s, DC_OFF_STAGE, seq, DC_PHASE_READY, DC_PROBE_HEADER)) return;
+        break;
+      case DC_S_AWAIT_REDUCED:
+        if (!wait_all(a, s, DC_OFF_REDUCED, seq, DC_PHASE_REDUCED)) return;
+        break;
+      case DC_S_AWAIT_SENT1:  // the peers' first pushes come after their stage: it meets
+        if (!wait_all(a, s, DC_OFF_SENT1, seq, DC_PHASE_READY, DC_PROBE_ANY)) return;
+        break;
+      case DC_S_AWAIT_SENT2:
+        if (!wait_all(a, s, DC_OFF_SENT2, seq, DC_PHASE_REDUCED)) return;
+        break;
+      case DC_S_CHECK:
+        if (!check_signatures(a, s)) return;
+        scaled = true;
+        break;
+      case DC_S_COPY_IN:
+        for (u32 k = 0; k < a.nwork; k++)
+          if (a.work[k].in != 0)
+            copy_bytes(s.pay[a.rank] + a.work[k].off, a.work[k].in, a.work[k].bytes, gtid(), gstride());
+        break;
+      case DC_S_PUBLISH_STAGE:
+        if (last_block(a, s, DC_OFF_COUNT_STAGE) && t == 0) publish_stage(a, s, seq);
+        break;
+      case DC_S_PUBLISH_REDUCED:
+        if (last_block(a, s, DC_OFF_COUNT_REDUCED) && t == 0) st_release(a.self + DC_OFF_REDUCED, seq);
+        break;
+      case DC_S_PUBLISH_SENT1:
+      case DC_S_PUBLISH_SENT2:
+        if (last_block(a, s, DC_OFF_COUNT_REDUCED))
+          push_word(a, s, op == DC_S_PUBLISH_SENT1 ? DC_OFF_SENT1 : DC_OFF_SENT2, seq);
+        break;
+      case DC_S_PUBLISH_DONE:
+        if (last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
+        break;
+      default:  // a primitive that moves data
+        if (K::reduces && !K::fixed && (a.calc & DC_CALC_PRE) && !scaled) {
+          for (u32 p = t; p < kWorld; p += nt)
+            if (p != a.rank) s.scale[p] = ld_vol(s.ctrl[p] + DC_OFF_SIG + 8 * DC_SIG_CMP);
+          sync_block();
+          scaled = true;
+        }
+        if (op == DC_S_REDUCE_PUSH || op == DC_S_REDUCE_PUSH_SCATTER) {
+          for (u32 p = t; p < kWorld; p += nt) push_setup(a, s, p, op);
+          sync_block();
+        }
+        for (u32 k = 0; k < a.nwork; k++) {
+          if (push_path(op))
+            push_compute<K>(a, s, a.work[k], op);
+          else
+            staged_compute<K>(a, s, a.work[k], op);
+        }
     }
-  if ((a.flags & DC_F_SENT) && last_block(a, s, DC_OFF_COUNT_REDUCED))
-    push_word(a, s, first ? DC_OFF_SENT2 : DC_OFF_SENT1, seq);
-  if ((a.flags & DC_F_REDUCED) && last_block(a, s, DC_OFF_COUNT_REDUCED) && t == 0)
-    st_release(a.self + DC_OFF_REDUCED, seq);
-  if ((a.flags & DC_F_DONE) && last_block(a, s, DC_OFF_COUNT_DONE)) publish_done(a, s, seq);
+  }
 }
 
 // The entry points (plan.go's kernels): the operations that only copy;

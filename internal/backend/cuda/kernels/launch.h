@@ -26,7 +26,8 @@ struct Args {
   u32 op, dtype, root, nbuf;  // with count and layout: the signature
   u32 red;                    // the reduction's operator (num.RedOp): in the signature
   u32 calc;                   // what the kernel computes of it: DC_CALC_* (Red)
-  u32 rank, flags, mode, nwork;
+  u32 rank, nwork;
+  unsigned char steps[DC_MAX_STEPS];  // the launch's steps (DC_S_*), run in order; DC_S_END after the last
   Work work[DC_MAX_WORK];
 };
 
@@ -50,6 +51,7 @@ struct State {
   u64 sig[kWorld * DC_SIG_WORDS];
   unsigned char sig_ok[kWorld * DC_SIG_WORDS];
   int last;  // last_block's verdict
+  int remote;  // the launch's blocks write into peers' memory (the push path): each fences at system scope
   u32 win;   // LL: the window this block handles (its ticket)
   // The block's poller (poll_block) and what it found, for every waiter of
   // the block: per peer a code to record and its aux word, the abort word,

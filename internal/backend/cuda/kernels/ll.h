@@ -1,18 +1,22 @@
-// ll.h: the LL protocol: a whole small call in one launch (launches.go,
+// ll.h: the LL protocol: a whole small call in one launch (steptable.go,
 // proto.LL).
 
+// An LL launch's table is DC_S_LL, then the call's compute (op below):
+// DC_S_REDUCE, DC_S_REDUCE_SHARD, DC_S_GATHER or DC_S_BROADCAST, which
+// the LL protocol does as the lines arrive.
+
 // ll_range returns the image bytes [lo, hi) of w that rank from sends to
-// rank to, widened to whole lines: the receiver's share of a reduce-scatter,
-// nothing from a broadcast's other ranks, all of it otherwise. Sender and
-// receiver evaluate it alike, so the receiver waits for exactly the lines
-// the sender writes.
-__device__ void ll_range(const Args& a, const Work& w, int from, int to, u64* lo, u64* hi) {
+// rank to in a call computed by op, widened to whole lines: the receiver's
+// share of a reduce-scatter, nothing from a broadcast's other ranks, all of
+// it otherwise. Sender and receiver evaluate it alike, so the receiver
+// waits for exactly the lines the sender writes.
+__device__ void ll_range(const Args& a, const Work& w, u32 op, int from, int to, u64* lo, u64* hi) {
   u64 b = w.off, e = w.off + w.bytes;
-  if (a.mode == DC_MODE_RSHARD) {
+  if (op == DC_S_REDUCE_SHARD) {
     const u64 n = w.bytes / kWorld;
     b += to * n;
     e = b + n;
-  } else if (a.mode == DC_MODE_BCAST && from != (int)a.root) {
+  } else if (op == DC_S_BROADCAST && from != (int)a.root) {
     e = b;
   }
   *lo = b & ~7ull;
@@ -43,9 +47,9 @@ __device__ bool ll_wait(const Args& a, State& s, u64 p, u64 seq, int peer, u64* 
 
 // ll_refresh writes the flag of call seq - 2 (the slot's last call, which
 // every peer has finished reading) into every line of call seq's slot at
-// every peer that the call does not send (an LL call), or into every line
-// of it, signature header included (the first launch of a call on another
-// path, after its reserve). No reader takes such a line for its call: not
+// every peer that the call does not send (an LL call computed by op), or
+// into every line of it, signature header included (op 0: the first
+// launch of a call on another path, after its reserve). No reader takes such a line for its call: not
 // this call's (a staged LL all-reduce follows its Stage launch's refresh),
 // nor one of the next 2^32 - 2. Run whatever the path when the low 31 bits
 // of seq are 0 or 1, it bounds the age of every flag in a slot to 2^31
@@ -55,7 +59,8 @@ __device__ bool ll_wait(const Args& a, State& s, u64 p, u64 seq, int peer, u64* 
 // of both slots would, whatever the first seq s0.
 __device__ __forceinline__ bool ll_refresh_due(u64 seq) { return (seq & 0x7fffffffull) < 2; }
 
-__device__ void ll_refresh(const Args& a, State& s, u64 seq, bool ll) {
+__device__ void ll_refresh(const Args& a, State& s, u64 seq, u32 op) {
+  const bool ll = op != 0;
   const u32 flag = (u32)(seq - 2);
   for (int q = 0; q < kWorld; q++) {
     if (q == (int)a.rank) continue;
@@ -66,7 +71,7 @@ __device__ void ll_refresh(const Args& a, State& s, u64 seq, bool ll) {
       bool sent = false;
       for (u32 k = 0; ll && k < a.nwork; k++) {
         u64 b, e;
-        ll_range(a, a.work[k], a.rank, q, &b, &e);
+        ll_range(a, a.work[k], op, a.rank, q, &b, &e);
         sent = sent || (x >= b && x < e);
       }
       if (!sent) st_line(slot + DC_LL_HDR + 2 * x, 0, flag);
@@ -78,19 +83,19 @@ __device__ void ll_refresh(const Args& a, State& s, u64 seq, bool ll) {
 // outputs whose image bytes lie in [lo, hi) (window bounds are multiples of
 // 64, so no element straddles two windows), from the scratch images.
 template <class K>
-__device__ void compute_window(const Args& a, State& s, const Work& w, u64 lo, u64 hi) {
+__device__ void compute_window(const Args& a, State& s, const Work& w, u32 op, u64 lo, u64 hi) {
   const u64 g = threadIdx.x, st = blockDim.x;
   u64 b = w.off, e = w.off + w.bytes;  // image bytes [b, e) make the output
-  if (a.mode == DC_MODE_RSHARD) {
+  if (op == DC_S_REDUCE_SHARD) {
     b += a.rank * (w.bytes / kWorld);
     e = b + w.bytes / kWorld;
   }
   const u64 x = b > lo ? b : lo, y = e < hi ? e : hi;
   if (x >= y) return;
   const u64 out = w.out + (x - b);
-  if (a.mode == DC_MODE_GATHER) {
+  if (op == DC_S_GATHER) {
     for (int p = 0; p < kWorld; p++) copy_bytes(out + p * w.bytes, s.pay[p] + x, y - x, g, st);
-  } else if (a.mode == DC_MODE_BCAST) {
+  } else if (op == DC_S_BROADCAST) {
     if (a.rank != a.root) copy_bytes(out, s.pay[a.root] + x, y - x, g, st);
   } else if constexpr (K::reduces) {
     reduce_range<K>(red_of(a, s), s.pay, s.mirror, false, out, x, y - x, g, st);
@@ -125,10 +130,10 @@ __device__ void prefetch_lines(const Args& a, State& s) {
 // out_range returns the image bytes [b, e) of w whose values make this
 // rank's output, and where that output starts: the rank's share of a
 // reduce-scatter, all of it otherwise.
-__device__ __forceinline__ void out_range(const Args& a, const Work& w, u64* b, u64* e) {
+__device__ __forceinline__ void out_range(const Args& a, const Work& w, u32 op, u64* b, u64* e) {
   *b = w.off;
   *e = w.off + w.bytes;
-  if (a.mode == DC_MODE_RSHARD) {
+  if (op == DC_S_REDUCE_SHARD) {
     *b += a.rank * (w.bytes / kWorld);
     *e = *b + w.bytes / kWorld;
   }
@@ -137,9 +142,9 @@ __device__ __forceinline__ void out_range(const Args& a, const Work& w, u64* b, 
 // direct reports whether the outputs of w can be stored 8 bytes at a time
 // straight from the lines (every output line 8-byte aligned); the lines
 // that only partly hold outputs still go through the scratch images.
-__device__ __forceinline__ bool direct(const Args& a, const Work& w, u64 b) {
+__device__ __forceinline__ bool direct(const Work& w, u32 op, u64 b) {
   if (((w.out - b) & 7) != 0) return false;
-  return a.mode != DC_MODE_GATHER || (w.bytes & 7) == 0;
+  return op != DC_S_GATHER || (w.bytes & 7) == 0;
 }
 
 // run_ll runs a whole call by the LL protocol. The block with ticket b
@@ -155,7 +160,7 @@ __device__ __forceinline__ bool direct(const Args& a, const Work& w, u64 b) {
 // share that starts inside a line, a buffer's last bytes) are unpacked
 // into the scratch images and computed from there, by compute_window.
 template <class K>
-__device__ void run_ll(const Args& a, State& s, u64 seq) {
+__device__ void run_ll(const Args& a, State& s, u64 seq, u32 op) {
   const u32 t = threadIdx.x, nt = blockDim.x, flag = (u32)seq;
   const u64 lo = (u64)s.win * a.window, hi = lo + a.window;
 
@@ -173,13 +178,13 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
     const u64 dst = ll_slot(a, s.ctrl[q], seq, a.rank) + DC_LL_HDR;
     for (u32 k = 0; k < a.nwork; k++) {
       u64 b, e;
-      ll_range(a, a.work[k], a.rank, q, &b, &e);
+      ll_range(a, a.work[k], op, a.rank, q, &b, &e);
       if (b < lo) b = lo;
       if (e > hi) e = hi;
       for (u64 x = b + 8 * t; x < e; x += 8 * nt) st_line(dst + 2 * x, ld_image8(a.work[k], x), flag);
     }
   }
-  if (ll_refresh_due(seq)) ll_refresh(a, s, seq, true);
+  if (ll_refresh_due(seq)) ll_refresh(a, s, seq, op);
 
   // Check every peer's signature (thread i: word i % 8 of rank i / 8).
   for (u32 i = t; i < kWorld * DC_SIG_WORDS; i += nt) {
@@ -206,16 +211,16 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
 
   // Receive: every line's values from every rank that sends it, then the
   // outputs, or the scratch images.
-  const bool bcast = a.mode == DC_MODE_BCAST;
+  const bool bcast = op == DC_S_BROADCAST;
   for (u32 k = 0; k < a.nwork && !s.fail; k++) {
     const Work& w = a.work[k];
     if (bcast && a.rank == a.root) break;
     u64 ob, oe, b, e;
-    out_range(a, w, &ob, &oe);
-    ll_range(a, w, bcast ? a.root : a.rank, a.rank, &b, &e);
+    out_range(a, w, op, &ob, &oe);
+    ll_range(a, w, op, bcast ? a.root : a.rank, a.rank, &b, &e);
     if (b < lo) b = lo;
     if (e > hi) e = hi;
-    const bool fast = direct(a, w, ob);
+    const bool fast = direct(w, op, ob);
     for (u64 x = b + 8 * t; x < e && !s.fail; x += 8 * nt) {
       u64 v[kWorld];
       bool ok[kWorld];
@@ -239,7 +244,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
         }
       if (failed) break;
       if (fast && x >= ob && x + 8 <= oe) {
-        if (a.mode == DC_MODE_GATHER) {
+        if (op == DC_S_GATHER) {
 #pragma unroll
           for (int p = 0; p < kWorld; p++) st_u64(w.out + p * w.bytes + (x - ob), v[p]);
         } else if (bcast) {
@@ -264,16 +269,16 @@ __device__ void run_ll(const Args& a, State& s, u64 seq) {
   for (u32 k = 0; k < a.nwork; k++) {
     const Work& w = a.work[k];
     u64 ob, oe;
-    out_range(a, w, &ob, &oe);
-    if (!direct(a, w, ob)) {
-      compute_window<K>(a, s, w, lo, hi);
+    out_range(a, w, op, &ob, &oe);
+    if (!direct(w, op, ob)) {
+      compute_window<K>(a, s, w, op, lo, hi);
       continue;
     }
     u64 head = (ob + 7) & ~7ull, tail = oe & ~7ull;  // [head, tail): the whole lines
     if (head > oe) head = oe;
     if (tail < head) tail = head;
-    if (ob < head) compute_window<K>(a, s, w, ob > lo ? ob : lo, head < hi ? head : hi);
-    if (tail < oe) compute_window<K>(a, s, w, tail > lo ? tail : lo, oe < hi ? oe : hi);
+    if (ob < head) compute_window<K>(a, s, w, op, ob > lo ? ob : lo, head < hi ? head : hi);
+    if (tail < oe) compute_window<K>(a, s, w, op, tail > lo ? tail : lo, oe < hi ? oe : hi);
   }
   // done and the acks need no fence: the peers write nothing here that
   // this rank's writes must precede, and every read of the receive slot

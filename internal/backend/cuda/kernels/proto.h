@@ -4,6 +4,7 @@
 // Limits.
 #define DC_MAX_WORLD 64  // ranks: the missing-rank mask is one 64-bit word
 #define DC_MAX_WORK 8  // buffers per launch
+#define DC_MAX_STEPS 8  // entries of a launch's step table
 #define DC_BLOCK 512  // threads per block of every launch
 #define DC_MAX_LEAVES 256  // hosts whose sums treesum.cu adds (internal/backend/hier)
 
@@ -40,33 +41,33 @@
 #define DC_REC_AUX 112
 #define DC_REC_SIGS 128
 
-// Launch flags: the steps of proto's schedule a launch takes (launches.go).
-#define DC_F_RESERVE 1  // await done >= seq-1 (the acks)
-#define DC_F_COPYIN 2  // copy the inputs into this rank's staging
-#define DC_F_PUBLISH 4  // sign, then publish stage = seq
-#define DC_F_READY 8  // await stage >= seq, check the signatures
-#define DC_F_WAIT_RED 16  // await reduced >= seq
-#define DC_F_COMPUTE 32  // the launch's work (mode)
-#define DC_F_REDUCED 64  // publish reduced = seq
-#define DC_F_DONE 128  // publish done = seq, and push it into every peer's acks
-#define DC_F_LL 256  // the whole call in one launch, by the LL protocol
-#define DC_F_SENT 512  // push path: sent1 (PUSH modes) or sent2 (RPUSH) = seq at every peer
-#define DC_F_WAIT_SENT 1024  // push path: await sent1 (RPUSH modes, checking the signatures) or sent2 (GPUSHED)
-#define DC_F_FROM_INPUT 2048  // W=1 (proto.Alone): the tree's one leaf is the input itself
-
-// Compute modes (layout.go).
-#define DC_MODE_NONE 0
-#define DC_MODE_REDUCE 1
-#define DC_MODE_RSHARD 2
-#define DC_MODE_RINPLACE 3
-#define DC_MODE_GATHER 4
-#define DC_MODE_GSHARDS 5
-#define DC_MODE_BCAST 6
-#define DC_MODE_PUSH 7
-#define DC_MODE_RPUSH 8
-#define DC_MODE_GPUSHED 9
-#define DC_MODE_PUSH_RS 10
-#define DC_MODE_RPUSH_RS 11
+// A launch's step table (Args.steps): the kernels' primitives, which run executes in order (steptable.go).
+#define DC_S_END 0  // the table's end
+#define DC_S_AWAIT_ACKS 1  // await done >= seq-1 (the acks pushed here)
+#define DC_S_AWAIT_STAGE 2  // await stage >= seq
+#define DC_S_AWAIT_REDUCED 3  // await reduced >= seq
+#define DC_S_AWAIT_SENT1 4  // push path: await sent1 >= seq
+#define DC_S_AWAIT_SENT2 5  // push path: await sent2 >= seq
+#define DC_S_CHECK 6  // compare the peers' signatures with this call's
+#define DC_S_PUBLISH_STAGE 7  // write the signature, then stage = seq
+#define DC_S_PUBLISH_REDUCED 8  // reduced = seq
+#define DC_S_PUBLISH_SENT1 9  // sent1 = seq at every peer
+#define DC_S_PUBLISH_SENT2 10  // sent2 = seq at every peer
+#define DC_S_PUBLISH_DONE 11  // done = seq, and pushed into every peer's acks
+#define DC_S_COPY_IN 12  // copy the inputs into this rank's staging
+#define DC_S_REDUCE 13  // out = T(every staging)
+#define DC_S_REDUCE_SHARD 14  // out = T(this rank's W-th of every staging)
+#define DC_S_REDUCE_IN_PLACE 15  // own staging's shard = T(that shard of every staging)
+#define DC_S_GATHER 16  // out[p*n:] = staging p
+#define DC_S_GATHER_SHARDS 17  // out's shard p = staging p's shard p
+#define DC_S_BROADCAST 18  // out = the root's staging
+#define DC_S_PUSH 19  // copy input part p into rank p's staging
+#define DC_S_PUSH_SCATTER 20  // PUSH of a reduce-scatter
+#define DC_S_REDUCE_PUSH 21  // sum this rank's part into the output and every peer's staging
+#define DC_S_REDUCE_PUSH_SCATTER 22  // sum this rank's part into the output
+#define DC_S_GATHER_PUSHED 23  // copy the peers' sums into the output
+#define DC_S_LL 24  // the call by the LL protocol; the next entry is its compute
+#define DC_S_ALONE 25  // W=1: from the input; the next entry is its compute
 
 // What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).
 #define DC_CALC_NODE 3  // the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN

@@ -1,46 +1,47 @@
-// staging.h: the staging path (launches.go, proto.OneShot and
+// staging.h: the staging path (steptable.go, proto.OneShot and
 // proto.TwoPhase): every rank copies its inputs into its staging, and every
 // rank reads the peers' stagings.
 
-// staged_compute produces the outputs of w from the stagings (the
-// COMPUTE step of a staging-path launch, by mode), or, alone (W=1,
-// DC_F_FROM_INPUT), straight from the input: the one leaf is then the
-// input's 16-byte line, with the input at off in it, so that the vector
-// loads stay aligned wherever the output and the input agree modulo 16.
+// staged_compute produces the outputs of w by the staging path's
+// primitive op (DC_S_REDUCE ... DC_S_BROADCAST) from the stagings, or,
+// from_input (W=1, DC_S_ALONE), straight from the input: the one leaf is
+// then the input's 16-byte line, with the input at off in it, so that the
+// vector loads stay aligned wherever the output and the input agree
+// modulo 16.
 template <class K>
-__device__ void staged_compute(const Args& a, State& s, const Work& w) {
+__device__ void staged_compute(const Args& a, State& s, const Work& w, u32 op, bool from_input = false) {
   u64 input[1], off = w.off;
   const u64* leaf = s.pay;
   if constexpr (kWorld == 1)
-    if (a.flags & DC_F_FROM_INPUT) {
+    if (from_input) {
       input[0] = w.in & ~15ull;
       off = w.in & 15;
       leaf = input;
     }
   const u64 own = leaf[a.rank], g = gtid(), st = gstride();
-  switch (a.mode) {
-    case DC_MODE_GATHER:
+  switch (op) {
+    case DC_S_GATHER:
       for (int p = 0; p < kWorld; p++) copy_bytes(w.out + p * w.bytes, leaf[p] + off, w.bytes, g, st);
       break;
-    case DC_MODE_GSHARDS:
+    case DC_S_GATHER_SHARDS:
       for (int p = 0; p < kWorld; p++) {
         u64 lo, hi;
         shard(p, w.bytes, &lo, &hi);
         copy_bytes(w.out + lo, leaf[p] + off + lo, hi - lo, g, st);
       }
       break;
-    case DC_MODE_BCAST:
+    case DC_S_BROADCAST:
       if (a.rank != a.root) copy_bytes(w.out, leaf[a.root] + off, w.bytes, g, st);
       break;
     default:
       if constexpr (K::reduces) {
         const Red r = red_of(a, s);
-        if (a.mode == DC_MODE_REDUCE) {
+        if (op == DC_S_REDUCE) {
           reduce_range<K>(r, leaf, s.mirror, false, w.out, off, w.bytes, g, st);
-        } else if (a.mode == DC_MODE_RSHARD) {
+        } else if (op == DC_S_REDUCE_SHARD) {
           const u64 n = w.bytes / kWorld;
           reduce_range<K>(r, leaf, s.mirror, false, w.out, off + a.rank * n, n, g, st);
-        } else if (a.mode == DC_MODE_RINPLACE) {
+        } else if (op == DC_S_REDUCE_IN_PLACE) {
           u64 lo, hi;
           shard(a.rank, w.bytes, &lo, &hi);
           reduce_range<K>(r, leaf, s.mirror, false, own + off + lo, off + lo, hi - lo, g, st);

@@ -293,7 +293,7 @@ __device__ bool last_block(const Args& a, State& s, u64 counter, bool release = 
   sync_block();
   if (gridDim.x == 1) return true;  // the st.release.sys that follows releases the block's writes
   if (threadIdx.x == 0) {
-    if (release && a.mode >= DC_MODE_PUSH)
+    if (release && s.remote)
       fence_sys();
     else if (release)
       fence_gpu();
