@@ -137,7 +137,7 @@ func gpuEnv(t *testing.T, c *conformance.Case, world int) []string {
 	}
 	gputest.Need(t, need, have, nil)
 	if have < world {
-		t.Logf("%d ranks time-sliced on %d GPUs", world, have)
+		t.Logf("%d ranks share %d GPUs (under MPS where it runs, else time-sliced)", world, have)
 		return []string{"DETCOLL_CUDA_SHARE_DEVICES=1"}
 	}
 	return nil

@@ -141,57 +141,52 @@ func (k kind) sums() bool { return k == kindReduce || k == kindReduceScatter }
 // the leaves are, not in what is computed).
 var computeOps = [numKinds]stepOp{kindReduce: opReduce, kindReduceScatter: opReduceShard, kindGather: opGather, kindBroadcast: opBroadcast}
 
+// The primitives of the steps that wait for a word and publish one, by word.
+var (
+	awaitOps   = map[proto.Word]stepOp{proto.Stage: opAwaitStage, proto.Reduced: opAwaitReduced, proto.Sent1: opAwaitSent1, proto.Sent2: opAwaitSent2}
+	publishOps = map[proto.Word]stepOp{proto.Stage: opPublishStage, proto.Reduced: opPublishReduced, proto.Sent1: opPublishSent1, proto.Sent2: opPublishSent2, proto.Done: opPublishDone}
+)
+
+// dataOps are the primitives of the steps that move data, by path (0:
+// every path not listed), where they differ from the staging path's.
+var dataOps = map[proto.Path]map[proto.Action]stepOp{
+	0:                 {proto.CopyIn: opCopyIn, proto.ReduceShard: opReduceInPlace, proto.Gather: opGatherShards},
+	proto.Push:        {proto.CopyIn: opPush, proto.ReduceShard: opReducePush, proto.Gather: opGatherPushed},
+	proto.PushScatter: {proto.CopyIn: opPushScatter, proto.ReduceShard: opReducePushScatter},
+}
+
 // stepOpOf is the primitive that carries step s of a call of kind k on
 // path, or opEnd where the kernel has nothing to do for it: Sign (the
 // signature is written with the stage, by opPublishStage) and the compute
 // of a call that moves no data.
 func stepOpOf(path proto.Path, k kind, s proto.Step) stepOp {
-	push := path == proto.Push || path == proto.PushScatter
-	switch {
-	case s.Action == proto.Await && s.Word == proto.Done && s.Behind == 1:
-		return opAwaitAcks
-	case s.Action == proto.Await && s.Word == proto.Stage:
-		return opAwaitStage
-	case s.Action == proto.Await && s.Word == proto.Reduced:
-		return opAwaitReduced
-	case s.Action == proto.Await && s.Word == proto.Sent1:
-		return opAwaitSent1
-	case s.Action == proto.Await && s.Word == proto.Sent2:
-		return opAwaitSent2
-	case s.Action == proto.CheckSignatures:
-		return opCheck
-	case s.Action == proto.Sign:
-		return opEnd
-	case s.Action == proto.Publish && s.Word == proto.Stage:
-		return opPublishStage
-	case s.Action == proto.Publish && s.Word == proto.Reduced:
-		return opPublishReduced
-	case s.Action == proto.Publish && s.Word == proto.Sent1:
-		return opPublishSent1
-	case s.Action == proto.Publish && s.Word == proto.Sent2:
-		return opPublishSent2
-	case s.Action == proto.Publish && s.Word == proto.Done:
-		return opPublishDone
-	case s.Action == proto.CopyIn && path == proto.Push:
-		return opPush
-	case s.Action == proto.CopyIn && path == proto.PushScatter:
-		return opPushScatter
-	case s.Action == proto.CopyIn:
-		return opCopyIn
-	case s.Action == proto.ReduceShard && path == proto.Push:
-		return opReducePush
-	case s.Action == proto.ReduceShard && path == proto.PushScatter:
-		return opReducePushScatter
-	case s.Action == proto.ReduceShard:
-		return opReduceInPlace
-	case s.Action == proto.Gather && push:
-		return opGatherPushed
-	case s.Action == proto.Gather:
-		return opGatherShards
-	case s.Action == proto.Compute:
-		return computeOps[k]
+	var o stepOp
+	ok := true
+	switch s.Action {
+	case proto.Await:
+		o, ok = awaitOps[s.Word]
+		if s.Word == proto.Done && s.Behind == 1 {
+			o, ok = opAwaitAcks, true
+		}
+	case proto.Publish:
+		o, ok = publishOps[s.Word]
+	case proto.CheckSignatures:
+		o = opCheck
+	case proto.Sign:
+		o = opEnd
+	case proto.Compute:
+		o = computeOps[k]
+	default:
+		ops, byPath := dataOps[path]
+		if !byPath {
+			ops = dataOps[0]
+		}
+		o, ok = ops[s.Action]
 	}
-	panic(fmt.Sprintf("cuda: path %v: no primitive carries %v", path, s))
+	if !ok {
+		panic(fmt.Sprintf("cuda: path %v: no primitive carries %v", path, s))
+	}
+	return o
 }
 
 // shape is one launch of a path for a kind of call, whatever its sizes.
