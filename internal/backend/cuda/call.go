@@ -101,6 +101,18 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []launch,
 		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt,
 	}
 	for i, st := range steps {
+		if st.copies != nil {
+			for _, cp := range st.copies {
+				if err := driver.MemcpyDtoDAsync(driver.DevicePtr(cp.dst), driver.DevicePtr(cp.src), cp.n, s); err != nil {
+					err = fmt.Errorf("cuda: %v: the copies of launch %d of %d: %w", op, i+1, len(steps), err)
+					if i > 0 {
+						c.poison(err, true)
+					}
+					return err
+				}
+			}
+			continue
+		}
 		if st.table[0] != opAlone && st.grid > c.plan.maxBlocks {
 			// A planner bug, caught before it can starve a peer's kernel
 			// (share.go): no launch that waits may take more.

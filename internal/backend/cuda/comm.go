@@ -295,6 +295,10 @@ func (c *Comm) mapPeers(ctx context.Context) error {
 		c.opened = append(c.opened, ptr)
 		c.peers[p] = ptr + driver.DevicePtr(binary.LittleEndian.Uint64(v[64:72]))
 	}
+	c.plan.peerStaging = make([]uint64, c.world)
+	for p, b := range c.peers {
+		c.plan.peerStaging[p] = uint64(b + ctrlSize)
+	}
 	return nil
 }
 
@@ -366,6 +370,9 @@ func (p *planner) fromEnv() error {
 	if p.llWindow, err = base.TuningKnob(envLLWindow, p.llWindow, 64, 64); err != nil {
 		return err
 	}
-	p.maxBlocks, err = base.TuningKnob(envMaxBlocks, p.maxBlocks, 1, 1)
+	if p.maxBlocks, err = base.TuningKnob(envMaxBlocks, p.maxBlocks, 1, 1); err != nil {
+		return err
+	}
+	p.pushEngine, err = pushEngineFromEnv()
 	return err
 }

@@ -95,6 +95,9 @@ type launch struct {
 	table  stepTable
 	work   []work
 	window int // LL: image bytes per block
+	// copies, where set, make this launch copies by the copy engines
+	// instead of a kernel (pushcopy.go).
+	copies []peerCopy
 }
 
 // planner turns a call into launches. It is pure: the thresholds and the
@@ -117,6 +120,11 @@ type planner struct {
 	// blocks the GPU holds at once: the cap of a launch that never waits
 	// (proto.Alone), which starves no one.
 	block, maxBlocks, resident int
+	// pushEngine makes the push path's first copies by the copy engines
+	// (pushcopy.go); peerStaging is every rank's staging as mapped here,
+	// where they copy to.
+	pushEngine  bool
+	peerStaging []uint64
 }
 
 // path returns the protocol path of a call (proto.ChoosePath).
@@ -175,6 +183,9 @@ func (p planner) plan(req *base.DeviceRequest) []launch {
 			}
 			out = append(out, launch{kernel: p.kernelOf(req, sh.work), grid: grid, table: chunkTable(sh.table, i, len(chunks)), work: c})
 		}
+	}
+	if p.pushEngine && (path == proto.Push || path == proto.PushScatter) {
+		out = p.withEngineCopies(out)
 	}
 	return out
 }

@@ -35,6 +35,7 @@ const (
 	CUDAMaxBlocks  = "DETCOLL_CUDA_MAX_BLOCKS"
 	CUDALLMax      = "DETCOLL_CUDA_LL_MAX"
 	CUDALLWindow   = "DETCOLL_CUDA_LL_WINDOW"
+	CUDAPushCopy   = "DETCOLL_CUDA_PUSH_COPY"
 	CPUOneShotMax  = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
 	CPUStreamMin   = "DETCOLL_CPU_STREAM_MIN"
 	CPUStreamChunk = "DETCOLL_CPU_STREAM_CHUNK"
@@ -86,6 +87,7 @@ var Vars = []Var{
 	{CUDAMaxBlocks, "GPUs", "the cuda backend's Open", true, "blocks of a launch that may wait (48 at W <= 2, 32 from 3; docs/gpu-sharing.md)"},
 	{CUDALLMax, "GPUs", "the cuda backend's Open", true, "the LL protocol's largest message"},
 	{CUDALLWindow, "GPUs", "the cuda backend's Open", true, "the LL protocol's window per block"},
+	{CUDAPushCopy, "GPUs", "the cuda backend's Open", true, "`engine`: the push path's first copies (each input part to its reducer) by the copy engines, freeing the SMs; `sm` (default): by the kernel"},
 
 	{CPUOneShotMax, "The cpu backend", "Open", true, "largest all-reduce (bytes) on the one-shot path"},
 	{CPUStreamMin, "The cpu backend", "Open", true, "smallest gather or broadcast (bytes) streamed"},
