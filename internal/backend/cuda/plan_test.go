@@ -64,7 +64,8 @@ func TestPlanPaths(t *testing.T) {
 		{"small staged", &base.DeviceRequest{Op: base.OpAllReduceStaged, DType: num.Float32Type, Out: buf(4096, 100)}, 2, []stepOp{opReduce}},
 		{"gather at the threshold", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10), Out: buf(1<<20, 128<<10)}, 2, []stepOp{opGather}},
 		{"gather over it", &base.DeviceRequest{Op: base.OpAllGather, DType: num.Uint8Type, In: buf(4096, 64<<10+1), Out: buf(1<<20, 128<<10+2)}, 2, []stepOp{opCopyIn, opGather}},
-		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []stepOp{opEnd}},
+		{"barrier", &base.DeviceRequest{Op: base.OpBarrier}, 3, []stepOp{opReduce}},
+		{"barrier W=1", &base.DeviceRequest{Op: base.OpBarrier}, 1, []stepOp{opReduce}},
 		{"reduce-scatter many, chunked", many(base.OpReduceScatterMany, 10, 64, 2), 2, []stepOp{opCopyIn, opCopyIn, opReduceShard, opReduceShard}},
 		{"gather many, LL", many(base.OpAllGatherMany, 8, 64, 4), 4, []stepOp{opGather}},
 	} {
@@ -106,7 +107,7 @@ func TestPlanPaths(t *testing.T) {
 				// Alone: no peer to meet, the outputs straight from the
 				// inputs, in one launch per chunk.
 				for i, s := range steps {
-					if s.table[0] != opAlone || s.table[1] != tc.moves[i] {
+					if s.table[0] != opAlone || moveOf(s.table) != tc.moves[i] {
 						t.Errorf("alone, launch %d: %v", i, s.table)
 					}
 				}
@@ -219,7 +220,7 @@ func TestLaunchShapes(t *testing.T) {
 		{proto.OneShot, false, kindReduceScatter, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opReduceShard, opPublishDone}}},
 		{proto.OneShot, false, kindGather, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opGather, opPublishDone}}},
 		{proto.OneShot, false, kindBroadcast, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opBroadcast, opPublishDone}}},
-		{proto.OneShot, false, kindNone, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opPublishDone}}},
+		{proto.OneShot, false, kindNone, []tab{{opAwaitAcks, opCopyIn, opPublishStage}, {opAwaitStage, opCheck, opReduce, opPublishDone}}},
 		{proto.OneShot, true, kindReduce, []tab{{opPublishStage}, {opAwaitStage, opCheck, opReduce, opPublishDone}}},
 		{proto.TwoPhase, true, kindReduce, []tab{{opPublishStage}, {opAwaitStage, opCheck, opReduceInPlace, opPublishReduced}, {opAwaitReduced, opGatherShards, opPublishDone}}},
 		{proto.Push, false, kindReduce, []tab{{opAwaitAcks, opPublishStage, opPush, opPublishSent1}, {opAwaitSent1, opCheck, opReducePush, opPublishSent2}, {opAwaitSent2, opGatherPushed, opPublishDone}}},
@@ -229,6 +230,12 @@ func TestLaunchShapes(t *testing.T) {
 		{proto.LL, true, kindReduce, []tab{{opLL, opReduce}}},
 		{proto.LL, false, kindBroadcast, []tab{{opLL, opBroadcast}}},
 		{proto.Alone, false, kindGather, []tab{{opAlone, opGather, opPublishDone}}},
+		// A barrier is an all-reduce of no buffers: its LL and Alone
+		// launches carry a compute, as kernels/ll.h and alone.h read them
+		// (run_alone publishes done after its second entry; ll_refresh
+		// spares the header of an LL call only).
+		{proto.Alone, false, kindNone, []tab{{opAlone, opReduce, opPublishDone}}},
+		{proto.LL, false, kindNone, []tab{{opLL, opReduce}}},
 		{proto.Alone, true, kindReduce, []tab{{opAlone, opReduce, opPublishDone}}},
 	} {
 		var got []stepTable

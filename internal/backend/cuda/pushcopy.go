@@ -18,6 +18,21 @@ import (
 // of the steps after it (publish sent1), which the stream starts only once
 // the copies are done. The bits are the same: copies are exact, and the
 // sums are the same kernels'.
+//
+// Experimental (docs/perf-levers.md), for two reasons besides the stalls
+// measured on one GPU:
+//   - Nothing gates the copies. The kernel's PUSH runs only after the
+//     reserve's wait succeeded, on a rank not yet failed. The copies run
+//     whatever the launch before them found: a rank that failed after a
+//     call's sent2 (a timeout, an abort) still writes the next call's
+//     parts into a slow peer's staging while that peer sums the last
+//     call's, and the peers that had every sent2 can finish with wrong
+//     sums. A stream wait on a word the first launch writes cannot help:
+//     its value is fixed when it is queued (a graph replays it), and it
+//     cannot skip the copies, only wait.
+//   - Sent1 is released by a kernel that the stream starts after the
+//     copies: their writes are complete then, but no rule of the PTX
+//     memory model orders the copy engines' writes before its release.
 
 // peerCopy is one copy of a launch that the copy engines carry, not a
 // kernel: n bytes from src to dst, device addresses as mapped here.
@@ -102,10 +117,11 @@ func (p planner) withEngineCopies(ls []launch) []launch {
 		var before, after stepTable
 		copy(before[:], l.table[:i])
 		copy(after[:], l.table[i+1:])
-		out = append(out,
-			launch{kernel: kernelCopy, grid: 1, table: before, work: l.work},
-			launch{copies: p.pushCopies(l.work[0], l.table[i] == opPushScatter)},
-			launch{kernel: kernelCopy, grid: 1, table: after, work: l.work})
+		out = append(out, launch{kernel: kernelCopy, grid: 1, table: before, work: l.work})
+		if cs := p.pushCopies(l.work[0], l.table[i] == opPushScatter); len(cs) > 0 {
+			out = append(out, launch{copies: cs})
+		}
+		out = append(out, launch{kernel: kernelCopy, grid: 1, table: after, work: l.work})
 	}
 	return out
 }

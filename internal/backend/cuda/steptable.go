@@ -138,8 +138,12 @@ func (k kind) sums() bool { return k == kindReduce || k == kindReduceScatter }
 
 // computeOps is the primitive of proto's Compute step of a call of each
 // kind on the staging path, the LL path and Alone (which differ in where
-// the leaves are, not in what is computed).
-var computeOps = [numKinds]stepOp{kindReduce: opReduce, kindReduceScatter: opReduceShard, kindGather: opGather, kindBroadcast: opBroadcast}
+// the leaves are, not in what is computed). A barrier is an all-reduce of
+// no buffers: every primitive computes nothing over none, and the LL and
+// Alone launches, whose second entry the kernels read as their compute,
+// then take the one path they take for every call (ll_refresh spares the
+// LL header only for an LL compute; run_alone publishes done after it).
+var computeOps = [numKinds]stepOp{kindNone: opReduce, kindReduce: opReduce, kindReduceScatter: opReduceShard, kindGather: opGather, kindBroadcast: opBroadcast}
 
 // The primitives of the steps that wait for a word and publish one, by word.
 var (
@@ -157,8 +161,7 @@ var dataOps = map[proto.Path]map[proto.Action]stepOp{
 
 // stepOpOf is the primitive that carries step s of a call of kind k on
 // path, or opEnd where the kernel has nothing to do for it: Sign (the
-// signature is written with the stage, by opPublishStage) and the compute
-// of a call that moves no data.
+// signature is written with the stage, by opPublishStage).
 func stepOpOf(path proto.Path, k kind, s proto.Step) stepOp {
 	var o stepOp
 	ok := true

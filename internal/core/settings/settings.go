@@ -87,7 +87,7 @@ var Vars = []Var{
 	{CUDAMaxBlocks, "GPUs", "the cuda backend's Open", true, "blocks of a launch that may wait (48 at W <= 2, 32 from 3; docs/gpu-sharing.md)"},
 	{CUDALLMax, "GPUs", "the cuda backend's Open", true, "the LL protocol's largest message"},
 	{CUDALLWindow, "GPUs", "the cuda backend's Open", true, "the LL protocol's window per block"},
-	{CUDAPushCopy, "GPUs", "the cuda backend's Open", true, "`engine` (experimental, docs/perf-levers.md): the push path's first copies (each input part to its reducer) by the copy engines, freeing the SMs; `sm` (default): by the kernel"},
+	{CUDAPushCopy, "GPUs", "the cuda backend's Open", true, "`engine` (experimental, for measuring: not safe when a rank fails, docs/perf-levers.md): the push path's first copies (each input part to its reducer) by the copy engines, freeing the SMs; `sm` (default): by the kernel"},
 
 	{CPUOneShotMax, "The cpu backend", "Open", true, "largest all-reduce (bytes) on the one-shot path"},
 	{CPUStreamMin, "The cpu backend", "Open", true, "smallest gather or broadcast (bytes) streamed"},
