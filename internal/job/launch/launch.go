@@ -100,8 +100,9 @@ type job struct {
 	// The job's rendezvous, which the launcher tells of the first failure
 	// (see tell).
 	addr, secret string
-	telling      sync.WaitGroup // the report in flight
-	tombstone    *store.Server  // written by the report; read after telling.Wait
+	telling      sync.WaitGroup  // the reports in flight
+	tmu          sync.Mutex      // guards tombstones
+	tombstones   []*store.Server // hosted by the reports; closed after telling.Wait
 }
 
 // exit is the end of one rank.
@@ -219,6 +220,15 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 				e.stopped = syscall.SIGTERM
 			}
 			ends = append(ends, e)
+			if e.rank == 0 && first != nil && left > 0 {
+				// Rank 0 took the store with it after the job failed. A
+				// rank still joining (slow to start) would dial a closed
+				// address until its timeout: tell the first failure again,
+				// which now hosts the failed store in rank 0's place. (Seen
+				// in CI: rank 2 killed 5 ms after its start; rank 0 failed,
+				// closed its store and exited before rank 1 dialled.)
+				j.tell(*first)
+			}
 			if e.err != nil {
 				if first == nil {
 					j.tell(e)
@@ -245,8 +255,8 @@ func (j *job) supervise(ctx context.Context, startErr error) error {
 		}
 	}
 	j.telling.Wait()
-	if j.tombstone != nil {
-		j.tombstone.Close()
+	for _, t := range j.tombstones {
+		t.Close()
 	}
 	j.sweep(stopping, killAt)
 	j.drain()
@@ -370,9 +380,14 @@ func (j *job) tell(e exit) {
 	j.telling.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 		defer cancel()
-		j.tombstone, _ = tellStore(ctx,
+		t, _ := tellStore(ctx,
 			func(ctx context.Context) error { return store.Report(ctx, j.addr, world, secret, e.rank, reason) },
 			func() (*store.Server, error) { return store.Tombstone(j.addr, world, secret, e.rank, reason) })
+		if t != nil {
+			j.tmu.Lock()
+			j.tombstones = append(j.tombstones, t)
+			j.tmu.Unlock()
+		}
 	})
 }
 

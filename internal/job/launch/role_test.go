@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/detcoll/detcoll/internal/job/jobenv"
+	"github.com/detcoll/detcoll/internal/job/store"
 )
 
 // The test binary doubles as the program Run launches (style rule 15): with
@@ -67,6 +69,14 @@ type childEnvReport struct {
 //	grandchild:ROLE   start a child playing ROLE (sleep or sleep-ignore-term),
 //	                  write its pid to grandchild-RANK, wait until it is
 //	                  ready, exit 0
+//	store-host        host the job's store, join it, write ready-RANK, wait
+//	                  (10 s at most) until the job fails, close, write
+//	                  exit-RANK, exit 0: a rank 0 that reports its peer's
+//	                  loss and ends
+//	kill-after-host   wait for ready-0, SIGKILL itself
+//	late-join         wait for exit-0 and 200 ms more, join the store (5 s
+//	                  at most), write what it said and how long it took to
+//	                  join-RANK, exit 0: a rank slow to start
 func playRole(spec string) int {
 	rank := os.Getenv("RANK")
 	dir := os.Getenv(dirVar)
@@ -152,8 +162,62 @@ func playRole(spec string) int {
 		})
 		return 0
 	}
+	if code, ok := playStoreRole(role, rank, dir, write); ok {
+		return code
+	}
 	fmt.Fprintf(os.Stderr, "no role for rank %q in %q\n", rank, spec)
 	return 125
+}
+
+// playStoreRole plays the roles that use the job's store.
+func playStoreRole(role, rank, dir string, write func(string, []byte)) (int, bool) {
+	job, _, err := jobenv.FromEnv(os.Getenv)
+	if err != nil && strings.HasPrefix(role, "store") {
+		panic(err)
+	}
+	exists := func(name string) func() bool {
+		return func() bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	}
+	switch role {
+	case "store-host":
+		srv, err := store.Listen(job.Addr, job.World, []byte(job.Secret))
+		if err != nil {
+			panic(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, err := store.Dial(ctx, job.Addr, job.Rank, job.World, []byte(job.Secret))
+		if err != nil {
+			panic(err)
+		}
+		write("ready", nil)
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+		}
+		c.Close(context.Background())
+		srv.Close()
+		write("exit", nil)
+		return 0, true
+	case "kill-after-host":
+		waitFor(exists("ready-0"))
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Minute)
+		return 0, true
+	case "late-join":
+		waitFor(exists("exit-0"))
+		time.Sleep(200 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		c, err := store.Dial(ctx, job.Addr, job.Rank, job.World, []byte(job.Secret))
+		if c != nil {
+			c.Close(context.Background())
+		}
+		write("join", fmt.Appendf(nil, "%v after %v", err, time.Since(start).Round(time.Millisecond)))
+		return 0, true
+	}
+	return 0, false
 }
 
 // waitFor polls cond for up to 10 s.
