@@ -82,11 +82,11 @@ func operandOf(req *base.DeviceRequest) operand {
 	return o
 }
 
-// launch queues the steps of one call. A failure to queue the first step
+// launch queues the launches of one call. A failure to queue the first step
 // leaves the protocol as it was and is returned as is; a failure after
 // that leaves this rank half way through a call, which poisons the
 // communicator.
-func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []launch, s driver.Stream) error {
+func (c *Comm) launch(op base.Op, sig base.Signature, o operand, launches []launch, s driver.Stream) error {
 	if err := c.current(); err != nil {
 		runtime.UnlockOSThread()
 		return err
@@ -100,11 +100,11 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []launch,
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
 		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt,
 	}
-	for i, st := range steps {
-		if st.copies != nil {
-			for _, cp := range st.copies {
+	for i, l := range launches {
+		if l.copies != nil {
+			for _, cp := range l.copies {
 				if err := driver.MemcpyDtoDAsync(driver.DevicePtr(cp.dst), driver.DevicePtr(cp.src), cp.n, s); err != nil {
-					err = fmt.Errorf("cuda: %v: the copies of launch %d of %d: %w", op, i+1, len(steps), err)
+					err = fmt.Errorf("cuda: %v: the copies of launch %d of %d: %w", op, i+1, len(launches), err)
 					if i > 0 {
 						c.poison(err, true)
 					}
@@ -113,21 +113,21 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, steps []launch,
 			}
 			continue
 		}
-		if st.table[0] != opAlone && st.grid > c.plan.maxBlocks {
+		if l.table[0] != opAlone && l.grid > c.plan.maxBlocks {
 			// A planner bug, caught before it can starve a peer's kernel
 			// (share.go): no launch that waits may take more.
-			err := fmt.Errorf("cuda: %v: launch %d of %d blocks, over the cap of %d", op, i+1, st.grid, c.plan.maxBlocks)
+			err := fmt.Errorf("cuda: %v: launch %d of %d blocks, over the cap of %d", op, i+1, l.grid, c.plan.maxBlocks)
 			if i > 0 {
 				c.poison(err, true)
 			}
 			return err
 		}
-		args.Steps, args.NWork, args.Window = st.table, uint32(len(st.work)), uint64(st.window)
+		args.Steps, args.NWork, args.Window = l.table, uint32(len(l.work)), uint64(l.window)
 		args.Work = [maxWork]work{}
-		copy(args.Work[:], st.work)
-		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(st.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}
-		if err := driver.LaunchStruct(c.fns[st.kernel], cfg, args); err != nil {
-			err = fmt.Errorf("cuda: %v: launch %d of %d: %w", op, i+1, len(steps), err)
+		copy(args.Work[:], l.work)
+		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(l.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}
+		if err := driver.LaunchStruct(c.fns[l.kernel], cfg, args); err != nil {
+			err = fmt.Errorf("cuda: %v: launch %d of %d: %w", op, i+1, len(launches), err)
 			if i > 0 {
 				c.poison(err, true)
 			}
