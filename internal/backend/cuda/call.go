@@ -82,7 +82,7 @@ func operandOf(req *base.DeviceRequest) operand {
 	return o
 }
 
-// launch queues the launches of one call. A failure to queue the first step
+// launch queues the launches of one call. A failure to queue the first one
 // leaves the protocol as it was and is returned as is; a failure after
 // that leaves this rank half way through a call, which poisons the
 // communicator.
