@@ -99,7 +99,14 @@ func (p planner) pushCopies(w work, scatter bool) []peerCopy {
 
 // withEngineCopies cuts every launch of ls that carries PUSH or
 // PUSH_SCATTER around it: a launch of the steps before it, PUSH's copies,
-// a launch of the steps after it.
+// a launch of the steps after it. A launch whose copies are not all
+// 16-byte aligned keeps the kernel's stores: calls on misaligned buffers
+// were two orders of magnitude slower by the engines (run 4 of
+// results/gpu/steptable-2026-12-02; this fall-back has not run on a GPU).
+//
+// Every rank decides alone, on its own input's address: ranks may differ,
+// which the protocol allows, since the launches they share publish the
+// same words in the same order either way.
 func (p planner) withEngineCopies(ls []launch) []launch {
 	out := make([]launch, 0, len(ls)+2)
 	for _, l := range ls {
@@ -114,14 +121,30 @@ func (p planner) withEngineCopies(ls []launch) []launch {
 			out = append(out, l)
 			continue
 		}
+		cs := p.pushCopies(l.work[0], l.table[i] == opPushScatter)
+		if !aligned(cs) {
+			out = append(out, l) // the kernel's stores, as without the engines
+			continue
+		}
 		var before, after stepTable
 		copy(before[:], l.table[:i])
 		copy(after[:], l.table[i+1:])
 		out = append(out, launch{kernel: kernelCopy, grid: 1, table: before, work: l.work})
-		if cs := p.pushCopies(l.work[0], l.table[i] == opPushScatter); len(cs) > 0 {
+		if len(cs) > 0 {
 			out = append(out, launch{copies: cs})
 		}
 		out = append(out, launch{kernel: kernelCopy, grid: 1, table: after, work: l.work})
 	}
 	return out
+}
+
+// aligned reports whether every copy of cs starts on a 16-byte boundary
+// at both ends.
+func aligned(cs []peerCopy) bool {
+	for _, c := range cs {
+		if (c.src|c.dst)&15 != 0 {
+			return false
+		}
+	}
+	return true
 }

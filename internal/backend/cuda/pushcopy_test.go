@@ -83,6 +83,23 @@ func TestPlanPushByCopyEngines(t *testing.T) {
 	}
 }
 
+// TestPlanPushMisalignedKeepsTheKernel: an input that is not 16-byte
+// aligned keeps the kernel's stores (the engines were slow on it).
+func TestPlanPushMisalignedKeepsTheKernel(t *testing.T) {
+	p := testPlanner(0, 2)
+	p.peerStaging = []uint64{1 << 30, 2 << 30}
+	req := &base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(1<<40+2, 1<<20), Out: buf(1<<41, 1<<20)}
+	sm := p.plan(req)
+	p.pushEngine = true
+	if got := p.plan(req); !slices.EqualFunc(got, sm, func(a, b launch) bool { return a.table == b.table && a.copies == nil }) {
+		t.Errorf("misaligned input by the engines: %+v; want the kernel's launches %+v", got, sm)
+	}
+	req.In = buf(1<<40+16, 1<<20)
+	if got := p.plan(req); len(got) != len(sm)+2 || got[1].copies == nil {
+		t.Errorf("16-byte aligned input: %+v; want the engines' copies", got)
+	}
+}
+
 // TestPushPartMatchesTheStaging: every part fits the push path's staging
 // (pushStaging), whatever the size, so the copies never write past a
 // peer's buffer.
