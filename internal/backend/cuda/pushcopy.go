@@ -100,9 +100,10 @@ func (p planner) pushCopies(w work, scatter bool) []peerCopy {
 // withEngineCopies cuts every launch of ls that carries PUSH or
 // PUSH_SCATTER around it: a launch of the steps before it, PUSH's copies,
 // a launch of the steps after it. A launch whose copies are not all
-// 16-byte aligned keeps the kernel's stores: calls on misaligned buffers
-// were two orders of magnitude slower by the engines (run 4 of
-// results/gpu/steptable-2026-12-02; this fall-back has not run on a GPU).
+// 16-byte aligned keeps the kernel's stores: a guess at why the soak,
+// whose buffers include misaligned ones, ran 40 times slower with the
+// engines (run 4 of results/gpu/steptable-2026-12-02); neither the cause
+// nor this fall-back has been tested on a GPU.
 //
 // Every rank decides alone, on its own input's address: ranks may differ,
 // which the protocol allows, since the launches they share publish the

@@ -84,7 +84,7 @@ func TestPlanPushByCopyEngines(t *testing.T) {
 }
 
 // TestPlanPushMisalignedKeepsTheKernel: an input that is not 16-byte
-// aligned keeps the kernel's stores (the engines were slow on it).
+// aligned keeps the kernel's stores (pushcopy.go says why).
 func TestPlanPushMisalignedKeepsTheKernel(t *testing.T) {
 	p := testPlanner(0, 2)
 	p.peerStaging = []uint64{1 << 30, 2 << 30}
