@@ -119,28 +119,17 @@ func (c *Client) watchServer(value []byte) {
 	}
 	t := time.NewTicker(proc.PollEvery)
 	defer t.Stop()
-	for {
-		select {
-		case <-c.closing:
-			return
-		case <-c.done:
-			return
-		case <-t.C:
-		}
+	for c.watchTick(t.C) {
 		if running, _ := proc.Running(id); !running {
 			// What the server sent before it went may still wait to be
 			// read: a failure it broadcast names the rank to blame (a CI
 			// soak's survivor blamed rank 0, which had closed after
 			// broadcasting rank 2's loss, when its reader ran late). The
 			// reader gets serverGrace to take it.
-			t := time.NewTimer(serverGrace)
-			defer t.Stop()
-			select {
-			case <-c.closing:
+			grace := time.NewTimer(serverGrace)
+			defer grace.Stop()
+			if !c.watchTick(grace.C) {
 				return
-			case <-c.done:
-				return
-			case <-t.C:
 			}
 			c.mu.Lock()
 			if !c.closeStarted && !c.acked && !c.shut {
@@ -149,6 +138,19 @@ func (c *Client) watchServer(value []byte) {
 			c.mu.Unlock()
 			return
 		}
+	}
+}
+
+// watchTick waits for tick and reports true, or false once Close has
+// started or the job has failed: then watchServer has nothing to watch.
+func (c *Client) watchTick(tick <-chan time.Time) bool {
+	select {
+	case <-c.closing:
+		return false
+	case <-c.done:
+		return false
+	case <-tick:
+		return true
 	}
 }
 
