@@ -288,3 +288,20 @@ func TestFailedOpenClosesItsInterconnect(t *testing.T) {
 		t.Errorf("the Interconnect was closed %d times; want once", closed)
 	}
 }
+
+// TestRegisterDeviceNeedsCUDA: a cpu communicator has no windows:
+// RegisterDevice is ErrInvalid, and ErrClosed once closed.
+func TestRegisterDeviceNeedsCUDA(t *testing.T) {
+	ctx := context.Background()
+	c, err := detcoll.Open(ctx, detcoll.Options{WorldSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := c.RegisterDevice(ctx, 1<<20, 4096); !errors.Is(err, detcoll.ErrInvalid) || w != nil {
+		t.Errorf("RegisterDevice on cpu: %v, %v; want ErrInvalid", w, err)
+	}
+	c.Close(ctx)
+	if _, err := c.RegisterDevice(ctx, 1<<20, 4096); !errors.Is(err, detcoll.ErrClosed) {
+		t.Errorf("RegisterDevice after Close: %v; want ErrClosed", err)
+	}
+}

@@ -98,7 +98,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, launches []laun
 		Self: uint64(c.buf), Host: uint64(c.hostDev), Timeout: uint64(c.timeout.Nanoseconds()),
 		Count: sig.Count, Layout: sig.Layout, LL: uint64(c.llOff), Op: uint32(sig.Op), DType: uint32(sig.DType),
 		Root: sig.Root, NBuf: sig.Buffers, Rank: uint32(c.rank),
-		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt,
+		Red: uint32(sig.Red), Calc: o.calc, Scalar: o.scalar, ScalarAt: o.scalarAt, Wins: uint64(c.wins.table),
 	}
 	for i, l := range launches {
 		if l.copies != nil {
@@ -123,6 +123,7 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, launches []laun
 			return err
 		}
 		args.Steps, args.NWork, args.Window = l.table, uint32(len(l.work)), uint64(l.window)
+		args.RegIn, args.RegOut = l.reg[0], l.reg[1]
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], l.work)
 		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(l.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}

@@ -204,6 +204,7 @@ func (c *Comm) unmapPeers() {
 // context current (or none yet).
 func (c *Comm) release() {
 	c.share.leave()
+	c.releaseWindows()
 	c.unmapPeers()
 	if c.buf != 0 {
 		driver.MemFree(c.buf)

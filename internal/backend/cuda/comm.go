@@ -87,6 +87,7 @@ type Comm struct {
 	// a fresh one per call would escape to the heap.
 	args  *kernelArgs
 	sums  map[int]*treeSums // T over the hosts' sums (treesum.go), by leaves, once a call across hosts needs it
+	wins  windows           // registered memory (window.go)
 	fence driver.Event      // the end of the last call across hosts (Fence)
 	// rail is the signature check of calls across hosts (railsig.go), set
 	// once by PrepareRail; the monitor reads it without c.mu.

@@ -21,7 +21,7 @@ const seed = 20261130
 // The tests of what only this backend does, as cases of the suite's
 // shape, run by their own tests (TestDevice...GPU).
 var deviceCases = []conformance.Case{graphCase, twoCommsCase, closeWaitCase, barrierCaptureCase, latencyCase, badInputCase,
-	ncclGatherCase, ncclReduceCase, fourCommsCase}
+	ncclGatherCase, ncclReduceCase, fourCommsCase, windowCase}
 
 var graphCase = conformance.Case{Name: "DeviceGraph", DeviceWorlds: []int{1, 2}, Limit: 2 * time.Minute, Rank: graphRank}
 

@@ -54,6 +54,7 @@ func headerGroups() []struct {
 			{"DC_OFF_COUNT_DONE", offCountDone, ""},
 			{"DC_OFF_TICKET", offTicket, "LL: blocks take their windows in the order they start"},
 			{"DC_OFF_PEERS", offPeers, ""},
+			{"DC_OFF_REG", offReg, "a registered call's input and output (window.go's regWord), written with the signature"},
 			{"DC_OFF_ACK", offAck, "ack[p]: rank p's done, pushed here by p"},
 			{"DC_OFF_SENT1", offSent1, "sent1[p]: rank p pushed its parts of the input here (push path)"},
 			{"DC_OFF_SENT2", offSent2, "sent2[p]: rank p pushed its reduced part here (push path)"},
@@ -61,6 +62,8 @@ func headerGroups() []struct {
 			{"DC_CTRL_SIZE", ctrlSize, ""},
 			{"DC_LL_HDR", llHeader, "LL: the signature lines at the head of a receive slot"},
 			{"DC_SHARD_ALIGN", shardAlign, ""},
+			{"DC_SIG_REGISTERED", proto.SigRegistered, "signature word 4: the call's buffers are registered"},
+			{"DC_REG_OFF_BITS", regOffBits, "a regWord: the window + 1 above these bits, the offset in it below"},
 		}},
 		{"Host-mapped error record (bytes, layout.go).", []define{
 			{"DC_REC_ABORT", recAbort, ""},

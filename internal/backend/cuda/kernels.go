@@ -16,7 +16,7 @@ var kernelDir embed.FS
 // kernelFiles are the files of the collectives' kernel, in the order
 // NVRTC reads them: each uses only what the files before it declare
 // (collective.cu's first comment says what each holds).
-var kernelFiles = []string{"launch.h", "tree.h", "prims.h", "lines.h", "wait.h", "staging.h", "push.h", "ll.h", "alone.h", "collective.cu"}
+var kernelFiles = []string{"launch.h", "tree.h", "prims.h", "lines.h", "wait.h", "staging.h", "push.h", "registered.h", "ll.h", "alone.h", "collective.cu"}
 
 // kernelSource is what NVRTC compiles for the collectives.
 var kernelSource = source(kernelFiles...)

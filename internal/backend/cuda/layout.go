@@ -26,6 +26,7 @@ const (
 	offCountDone    = 896
 	offTicket       = 960  // LL: the next window to take (u32), reset by the last block
 	offPeers        = 1024 // every rank's buffer as mapped by this rank
+	offReg          = 1536 // a registered call's input and output (regWord), written with the signature
 	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
 	offSent1        = 2560 // sent1[p]: rank p pushed its parts of the input here (push path)
 	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path)
@@ -126,16 +127,24 @@ const (
 // kernelArgs is the kernels' one parameter. It must match struct Args of
 // the kernels field for field (Go lays it out as C does).
 type kernelArgs struct {
-	Self, Host, Timeout   uint64
-	Count, Layout         uint64
-	LL, Window            uint64
-	Scalar, ScalarAt      uint64
+	Self, Host, Timeout uint64
+	Count, Layout       uint64
+	LL, Window          uint64
+	Scalar, ScalarAt    uint64
+	// Wins is the windows' table (window.go); RegIn and RegOut are a
+	// registered call's input and output as regWord has them, 0 for
+	// every other call.
+	Wins, RegIn, RegOut   uint64
 	Op, DType, Root, NBuf uint32
 	Red, Calc             uint32
 	Rank, NWork           uint32
 	Steps                 stepTable // the launch's steps, run in order (steptable.go)
 	Work                  [maxWork]work
 }
+
+// The control block's words fit before the next field.
+const _ = uint(offAck - offReg - 2*8)
+const _ = uint(offReg - offPeers - maxWorld*8)
 
 // A longer proto signature fails to compile here rather than overrun the
 // signature slots.

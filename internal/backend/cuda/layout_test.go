@@ -94,12 +94,15 @@ func TestLayout(t *testing.T) {
 		offStopped+8*maxWorld > ctrlSize {
 		t.Errorf("the pushed arrays overlap or leave the control block")
 	}
-	// struct Args: 9 u64, 8 u32, DC_MAX_STEPS u8, then DC_MAX_WORK Works of 4 u64.
-	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(9*8+8*4+maxSteps+maxWork*32); got != want {
+	if offReg < offPeers+8*maxWorld || offReg+16 > offAck {
+		t.Errorf("the registered call's words (%d) overlap the peer table or the acks", offReg)
+	}
+	// struct Args: 12 u64, 8 u32, DC_MAX_STEPS u8, then DC_MAX_WORK Works of 4 u64.
+	if got, want := unsafe.Sizeof(kernelArgs{}), uintptr(12*8+8*4+maxSteps+maxWork*32); got != want {
 		t.Errorf("kernelArgs is %d bytes, struct Args %d", got, want)
 	}
-	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 112 {
-		t.Errorf("kernelArgs.Work at %d, struct Args.work at 112", got)
+	if got := unsafe.Offsetof(kernelArgs{}.Work); got != 136 {
+		t.Errorf("kernelArgs.Work at %d, struct Args.work at 136", got)
 	}
 }
 

@@ -98,6 +98,9 @@ type launch struct {
 	// copies, where set, make this launch copies by the copy engines
 	// instead of a kernel (pushcopy.go).
 	copies []peerCopy
+	// reg is a registered call's input and output as regWords
+	// (window.go), for the kernels to publish and read; zero otherwise.
+	reg [2]uint64
 }
 
 // planner turns a call into launches. It is pure: the thresholds and the
@@ -125,12 +128,26 @@ type planner struct {
 	// where they copy to.
 	pushEngine  bool
 	peerStaging []uint64
+	// windows are this rank's registered memory (window.go).
+	windows []regWindow
 }
 
-// path returns the protocol path of a call (proto.ChoosePath).
-func (p planner) path(req *base.DeviceRequest, buffers, total int) proto.Path {
-	return proto.ChoosePath(proto.GPUKernels, proto.PathFacts{Op: req.Op, World: p.world, Buffers: buffers, Total: total},
+// path returns the protocol path of a call (proto.ChoosePath); registered
+// says its buffers lie in windows (registration).
+func (p planner) path(req *base.DeviceRequest, buffers, total int, registered bool) proto.Path {
+	return proto.ChoosePath(proto.GPUKernels, proto.PathFacts{Op: req.Op, World: p.world, Buffers: buffers, Total: total, Registered: registered},
 		proto.Thresholds{LLMax: p.llMax, LLBuffers: maxWork})
+}
+
+// registration returns the regWords of an all-reduce's input and output
+// where both lie in windows, aligned (regOf); ok is false otherwise.
+func (p planner) registration(req *base.DeviceRequest) (reg [2]uint64, ok bool) {
+	if req.Op != base.OpAllReduce || p.world == 1 || len(p.windows) == 0 || len(req.In) != 1 || len(req.Out) != 1 {
+		return reg, false
+	}
+	in, okIn := regOf(p.windows, req.In[0])
+	out, okOut := regOf(p.windows, req.Out[0])
+	return [2]uint64{in, out}, okIn && okOut
 }
 
 // plan returns the launches of req, in stream order: its path's schedule
@@ -151,7 +168,8 @@ func (p planner) plan(req *base.DeviceRequest) []launch {
 		works[k] = w
 	}
 	staged := req.Op == base.OpAllReduceStaged
-	path := p.path(req, len(works), total)
+	reg, registered := p.registration(req)
+	path := p.path(req, len(works), total, registered)
 	k := kindOf(req.Op)
 	if path == proto.LL {
 		if staged {
@@ -186,6 +204,11 @@ func (p planner) plan(req *base.DeviceRequest) []launch {
 	}
 	if p.pushEngine && (path == proto.Push || path == proto.PushScatter) {
 		out = p.withEngineCopies(out)
+	}
+	if path == proto.Registered {
+		for i := range out {
+			out[i].reg = reg
+		}
 	}
 	return out
 }

@@ -46,6 +46,7 @@ const (
 	opReducePush        // sum this rank's part into the output and every peer's staging
 	opReducePushScatter // sum this rank's part into the output
 	opGatherPushed      // copy the peers' sums from this rank's staging into the output
+	opReduceReg         // registered: sum this rank's part of every rank's input into every rank's output
 
 	// The two paths that are one launch by design, the first entry of
 	// their tables: the entry after it names the launch's compute.
@@ -87,6 +88,7 @@ var stepOpDocs = [numStepOps]struct{ name, doc string }{
 	opReducePush:        {"REDUCE_PUSH", "sum this rank's part into the output and every peer's staging"},
 	opReducePushScatter: {"REDUCE_PUSH_SCATTER", "sum this rank's part into the output"},
 	opGatherPushed:      {"GATHER_PUSHED", "copy the peers' sums into the output"},
+	opReduceReg:         {"REDUCE_REG", "registered: sum this rank's part of every rank's input into every rank's output"},
 	opLL:                {"LL", "the call by the LL protocol; the next entry is its compute"},
 	opAlone:             {"ALONE", "W=1: from the input; the next entry is its compute"},
 }
@@ -157,6 +159,7 @@ var dataOps = map[proto.Path]map[proto.Action]stepOp{
 	0:                 {proto.CopyIn: opCopyIn, proto.ReduceShard: opReduceInPlace, proto.Gather: opGatherShards},
 	proto.Push:        {proto.CopyIn: opPush, proto.ReduceShard: opReducePush, proto.Gather: opGatherPushed},
 	proto.PushScatter: {proto.CopyIn: opPushScatter, proto.ReduceShard: opReducePushScatter},
+	proto.Registered:  {proto.ReduceShard: opReduceReg},
 }
 
 // stepOpOf is the primitive that carries step s of a call of kind k on
@@ -212,9 +215,9 @@ var shapes = func() (t [numShapePaths][2][numKinds][]shape) {
 
 // shapePaths are the paths the cuda backend runs (Streamed and Closing are
 // the cpu backend's).
-var shapePaths = []proto.Path{proto.OneShot, proto.TwoPhase, proto.ReserveOnly, proto.LL, proto.Push, proto.PushScatter, proto.Alone}
+var shapePaths = []proto.Path{proto.OneShot, proto.TwoPhase, proto.ReserveOnly, proto.LL, proto.Push, proto.PushScatter, proto.Alone, proto.Registered}
 
-const numShapePaths = proto.Alone + 1
+const numShapePaths = proto.Registered + 1
 
 // launchShapes returns the launches of a call of kind k on path; the
 // slice is shared.

@@ -21,13 +21,14 @@ type Traffic struct {
 
 // CallTraffic is the Traffic of req at rank of world, planned with the
 // default thresholds and the DETCOLL_CUDA_* knobs of the environment, as
-// Open plans it: what detcoll bench reports per row.
-func CallTraffic(req *base.DeviceRequest, rank, world int) (Traffic, error) {
+// Open plans it, its buffers in windows where registered says so: what
+// detcoll bench reports per row.
+func CallTraffic(req *base.DeviceRequest, rank, world int, registered bool) (Traffic, error) {
 	p, err := newPlanner(rank, world)
 	if err != nil {
 		return Traffic{}, err
 	}
-	return p.traffic(req), nil
+	return p.traffic(req, registered), nil
 }
 
 // traffic is the Traffic of req by the path plan gives it. Per buffer of
@@ -41,13 +42,15 @@ func CallTraffic(req *base.DeviceRequest, rank, world int) (Traffic, error) {
 //	one-shot   2n           2n           n(W-1)     0
 //	two-phase  n + 2s       2n + s       2e         0
 //	push       2n + e       2s + e       0          2e
+//	registered s            s            e          e
 //
 // and a reduce-scatter on the push-scatter path 2n, 2s, 0, e. llTraffic
-// and oneShot have the other operations.
-func (p planner) traffic(req *base.DeviceRequest) Traffic {
+// and oneShot have the other operations. registered says the buffers lie
+// in windows (planner.registration).
+func (p planner) traffic(req *base.DeviceRequest, registered bool) Traffic {
 	sizes := req.InputSizes()
 	_, total := base.StagingLayout(sizes)
-	path := p.path(req, len(sizes), total)
+	path := p.path(req, len(sizes), total, registered)
 	t := Traffic{Path: path.String()}
 	w := int64(p.world)
 	for _, size := range sizes {
@@ -76,6 +79,10 @@ func (p planner) traffic(req *base.DeviceRequest) Traffic {
 			t.add(n+n+e, s+s+e, 0, e+e)
 		case proto.PushScatter:
 			t.add(n+n, s+s, 0, e)
+		case proto.Registered:
+			// Read this rank's part of every rank's input, write the sums
+			// into every rank's output.
+			t.add(s, s, e, e)
 		}
 	}
 	return t

@@ -76,6 +76,11 @@ type Signature struct {
 	Layout uint64
 	// Seq is the rank's operation number on this communicator, from 1.
 	Seq uint64
+	// Registered says the call's buffers lie in memory registered with
+	// the communicator (a window, on GPUs): its ranks then read and write
+	// each other's buffers in place, so every rank must have registered
+	// its own.
+	Registered bool
 }
 
 func (s Signature) String() string {
@@ -88,6 +93,9 @@ func (s Signature) String() string {
 	}
 	if s.Buffers != 1 {
 		str += fmt.Sprintf(" buffers=%d layout=%#x", s.Buffers, s.Layout)
+	}
+	if s.Registered {
+		str += " registered"
 	}
 	return str + fmt.Sprintf(" seq=%d", s.Seq)
 }

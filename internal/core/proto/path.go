@@ -23,6 +23,12 @@ type PathFacts struct {
 	Buffers int // buffer pairs (Many calls); 1 otherwise
 	In, Out int // the first input's and output's bytes
 	Total   int // the staging all inputs take together (base.StagingLayout)
+	// Registered: the call's input and output lie in memory every rank
+	// registered with the communicator (GPUKernels: windows its peers
+	// map), aligned for 16-byte vectors. It is the one fact a rank knows
+	// of itself alone; it is in the signature (base.Signature.Registered),
+	// so ranks that differ in it fail the call with a mismatch.
+	Registered bool
 }
 
 // Thresholds are a backend's limits between paths: its tuning knobs, with
@@ -55,6 +61,8 @@ func ChoosePath(e Engine, f PathFacts, t Thresholds) Path {
 		return Alone
 	case f.Buffers <= t.LLBuffers && f.Total <= t.LLMax:
 		return LL
+	case f.Op == base.OpAllReduce && f.Registered:
+		return Registered
 	case f.Op == base.OpAllReduce:
 		return Push
 	case (f.Op == base.OpReduceScatter || f.Op == base.OpReduceScatterMany) && f.Buffers == 1:

@@ -46,12 +46,21 @@ const (
 	// call's input is its staging), in one pass, and releases. The tree
 	// over one leaf is the leaf, NaN canonical.
 	Alone
+	// Registered: a large all-reduce whose buffers every rank registered
+	// (a two-shot with no staging). Each rank signs and publishes; once
+	// every peer's stage is in, it sums its part of every rank's input,
+	// read where it lies, and writes the sums into every rank's output,
+	// then pushes Sent2: the writer has finished reading the receiver's
+	// input and its sums are in the receiver's output. No copy in, no
+	// copy out: each rank reads and writes (W-1)/W of the message over
+	// the links, each way once.
+	Registered
 	numPaths
 )
 
 var pathNames = [numPaths]string{
 	OneShot: "one-shot", TwoPhase: "two-phase", Streamed: "streamed", ReserveOnly: "reserve", Closing: "close",
-	LL: "ll", Push: "push", PushScatter: "push-scatter", Alone: "alone",
+	LL: "ll", Push: "push", PushScatter: "push-scatter", Alone: "alone", Registered: "registered",
 }
 
 func (p Path) String() string {
@@ -98,7 +107,9 @@ const (
 	// ReduceShard: sum this rank's shard of every peer's staging into
 	// its own staging (TwoPhase), or its part of every peer's input,
 	// which the peers pushed into its staging, into the output and every
-	// peer's staging (Push; PushScatter: into the output alone).
+	// peer's staging (Push; PushScatter: into the output alone), or its
+	// part of every rank's input, where it lies, into every rank's output
+	// (Registered).
 	ReduceShard
 	// Gather: copy every rank's reduced shard into the output (TwoPhase;
 	// Push: from this rank's own staging, where the peers pushed them).
@@ -185,6 +196,11 @@ func init() {
 	pushFront := []Step{reserve, sign, publishSt, copyIn, {Action: Publish, Word: Sent1}, {Action: Await, Word: Sent1, Phase: PhaseReady}, check, {Action: ReduceShard}}
 	schedules[Push][0] = cat(pushFront, []Step{{Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, {Action: Gather}, release})
 	schedules[PushScatter][0] = cat(pushFront, []Step{release})
+	// The reserve keeps the signature slot until every peer has checked
+	// it for the call before; the meet is the staging path's, with no
+	// copy in; Sent2 ends the reads of this rank's input and the writes
+	// into its output.
+	schedules[Registered][0] = cat([]Step{reserve}, meet, []Step{{Action: ReduceShard}, {Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, release})
 	schedules[ReserveOnly][0] = reserveOnly
 	schedules[Alone][0] = []Step{compute, release}
 	schedules[Alone][1] = schedules[Alone][0] // Stage reserved; the input is in the staging

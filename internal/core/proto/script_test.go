@@ -261,6 +261,8 @@ func runPath(t *testing.T, d *datadriven.TestData) string {
 				f.Out = n
 			case "total":
 				f.Total = n
+			case "registered":
+				f.Registered = n != 0
 			default:
 				t.Fatalf("%s: unknown fact %q", d.Pos, k)
 			}

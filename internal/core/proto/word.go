@@ -18,9 +18,10 @@ const (
 	// (a streamed call only).
 	Staged
 	// Sent1 and Sent2 are pushed, not read across: each rank writes them
-	// into every receiver's control block (Push, PushScatter). Sent1 says
-	// the writer's parts of its input are in the receiver's staging,
-	// Sent2 that its reduced part is.
+	// into every receiver's control block (Push, PushScatter, Registered).
+	// Sent1 says the writer's parts of its input are in the receiver's
+	// staging, Sent2 that its reduced part is (Registered: in the
+	// receiver's output, and the writer has read the receiver's input).
 	Sent1
 	Sent2
 	numWords

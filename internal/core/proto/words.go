@@ -34,17 +34,25 @@ const SignatureWords = 7
 // EncodeSignature lays s out in words, in the order every backend and the
 // kernels use. The reduction's operator shares the operation's word, above
 // bit 32: num.Sum is 0, so the word of a sum is the operation alone, which
-// is what the cuda kernels write.
+// is what the cuda kernels write. Registered is bit 32 of the buffers'
+// word (SigRegistered).
 func EncodeSignature(s base.Signature) [SignatureWords]uint64 {
+	bufs := uint64(s.Buffers)
+	if s.Registered {
+		bufs |= SigRegistered
+	}
 	return [SignatureWords]uint64{
-		uint64(s.Op) | uint64(s.Red)<<32, uint64(s.DType), s.Count, uint64(s.Root), uint64(s.Buffers), s.Layout, s.Seq,
+		uint64(s.Op) | uint64(s.Red)<<32, uint64(s.DType), s.Count, uint64(s.Root), bufs, s.Layout, s.Seq,
 	}
 }
+
+// SigRegistered is Signature.Registered's bit in word 4.
+const SigRegistered = 1 << 32
 
 // DecodeSignature is EncodeSignature's inverse.
 func DecodeSignature(w [SignatureWords]uint64) base.Signature {
 	return base.Signature{
 		Op: base.Op(uint32(w[0])), Red: num.RedOp(w[0] >> 32), DType: num.DType(w[1]), Count: w[2], Root: uint32(w[3]),
-		Buffers: uint32(w[4]), Layout: w[5], Seq: w[6],
+		Buffers: uint32(w[4]), Layout: w[5], Seq: w[6], Registered: w[4]&SigRegistered != 0,
 	}
 }

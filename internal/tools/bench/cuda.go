@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -25,6 +26,11 @@ type CUDA struct {
 	// RanksPerGPU): set by shareGPUs; "" and 1 when each has its own.
 	sharing string
 	perGPU  int
+	// registered registers every all-reduce's buffers as windows
+	// (Config.Registered); wins are the prepared call's, given back by
+	// Release.
+	registered bool
+	wins       []*detcoll.Window
 }
 
 // NewCUDA returns detcoll's side on c, a cuda communicator.
@@ -68,13 +74,29 @@ func (d *CUDA) Describe(m *report.Meta) {
 		fmt.Sprintf("detcoll: the cuda backend's Device calls on a non-blocking stream of the primary context, out of place, buffers from cuMemAlloc; "+
 			"its barrier is the cuda communicator's Barrier (a kernel on the legacy default stream, waited for); kernels compiled by NVRTC %s; libraries: %s",
 			d.info.NVRTC, d.info.Libs))
+	if d.registered {
+		m.Notes = append(m.Notes, "detcoll: every all-reduce's input and output registered as windows (Comm.RegisterDevice): the registered path above the LL threshold")
+	}
 }
 
 // Prepare allocates op's device buffers at s, copies the input in and
 // poisons the outputs.
 func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
+	if d.registered && op == AllReduce {
+		// Every rank allocates the same buffers in the same order, so
+		// each allocation is a window of the same row everywhere.
+		d.g.mem.OnChunk = func(p driver.DevicePtr, n int) error {
+			w, err := d.c.RegisterDevice(context.Background(), detcoll.DevicePtr(p), n)
+			if err == nil {
+				d.wins = append(d.wins, w)
+			}
+			return err
+		}
+		defer func() { d.g.mem.OnChunk = nil }()
+	}
 	ins, outs, err := d.g.buffers(op, s, input)
 	if err != nil {
+		d.deregister()
 		return err
 	}
 	inLens, outLens := Parts(op, s)
@@ -120,7 +142,9 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 }
 
 // Moves is what rank 0's kernels move for one call of op at s.
-func (d *CUDA) Moves(op Op, s Shape) (*report.Moves, error) { return moves(op, s) }
+func (d *CUDA) Moves(op Op, s Shape) (*report.Moves, error) {
+	return moves(op, s, d.registered && op == AllReduce)
+}
 
 // Barrier is the cuda communicator's Barrier.
 func (d *CUDA) Barrier() error { return d.c.Barrier() }
@@ -130,7 +154,18 @@ func (d *CUDA) Barrier() error { return d.c.Barrier() }
 func (d *CUDA) Time(mode string) (time.Duration, error) { return d.g.time(mode) }
 
 // Release frees the prepared call's buffers and graph.
-func (d *CUDA) Release() { d.g.release() }
+func (d *CUDA) Release() {
+	d.deregister()
+	d.g.release()
+}
+
+// deregister gives back the prepared call's windows; the stream is idle.
+func (d *CUDA) deregister() {
+	for _, w := range d.wins {
+		w.Deregister(context.Background())
+	}
+	d.wins = nil
+}
 
 // Close frees the stream and events, releases the context and unlocks the
 // goroutine from its thread. The communicator stays open. Later calls

@@ -7,8 +7,9 @@ import (
 )
 
 // moves is what rank 0's kernels move for one call of op at s (Row's
-// DetcollMoves), by the cuda backend's plan.
-func moves(op Op, s Shape) (*report.Moves, error) {
+// DetcollMoves), by the cuda backend's plan, its buffers in windows where
+// registered says so.
+func moves(op Op, s Shape, registered bool) (*report.Moves, error) {
 	inLens, outLens := Parts(op, s)
 	req := &base.DeviceRequest{Op: baseOp[op], DType: s.DType, Root: BroadcastRoot}
 	addr := uint64(1 << 40) // the plan reads addresses only to tell a missing buffer
@@ -18,7 +19,7 @@ func moves(op Op, s Shape) (*report.Moves, error) {
 	for _, n := range outLens {
 		req.Out = append(req.Out, base.DeviceBuf{Addr: addr, Len: n})
 	}
-	t, err := cuda.CallTraffic(req, 0, s.World)
+	t, err := cuda.CallTraffic(req, 0, s.World, registered)
 	if err != nil {
 		return nil, err
 	}

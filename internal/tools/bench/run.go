@@ -192,6 +192,7 @@ func cudaRank(ctx context.Context, cfg Config, job jobenv.Job, stdout, stderr io
 	if err != nil {
 		return fail(err)
 	}
+	det.registered = cfg.Registered
 	defer det.Close()
 	if err := det.shareGPUs(host); err != nil {
 		return fail(err)

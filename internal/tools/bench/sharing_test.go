@@ -15,7 +15,7 @@ import (
 // TestMoves: bench's rows carry the cuda plan's bytes for every operation
 // it measures (internal/backend/cuda's TestTraffic checks the counts themselves).
 func TestMoves(t *testing.T) {
-	m, err := moves(AllReduce, Shape{DType: num.BFloat16Type, Bytes: 1024, World: 2})
+	m, err := moves(AllReduce, Shape{DType: num.BFloat16Type, Bytes: 1024, World: 2}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,10 +23,15 @@ func TestMoves(t *testing.T) {
 		t.Errorf("1 KiB all-reduce at W=2: %+v; want ll, 2048 bytes of lines to the peer, 1024 out", m)
 	}
 	for _, op := range Ops {
-		m, err := moves(op, Shape{DType: num.Float32Type, Bytes: 64 << 20, World: 4})
+		m, err := moves(op, Shape{DType: num.Float32Type, Bytes: 64 << 20, World: 4}, false)
 		if err != nil || m.Total() <= 0 || m.Path == "" {
 			t.Errorf("%s, 64 MiB at W=4: %+v, %v", op, m, err)
 		}
+	}
+	// Registered (-registered): the two-shot's bytes, half the push path's.
+	m, err = moves(AllReduce, Shape{DType: num.Float32Type, Bytes: 64 << 20, World: 4}, true)
+	if err != nil || m.Path != "registered" || m.PeerRead != 48<<20 || m.PeerWrite != 48<<20 || m.LocalRead != 16<<20 {
+		t.Errorf("registered 64 MiB all-reduce at W=4: %+v, %v", m, err)
 	}
 }
 

@@ -15,6 +15,9 @@ type Arena struct {
 	// an allocation of its own, at cuMemAlloc's alignment, as a benchmark
 	// wants its buffers.
 	ChunkSize int
+	// OnChunk, where set, is called with every allocation the arena makes
+	// (a test registers each as a window); its error fails the Alloc.
+	OnChunk func(base driver.DevicePtr, size int) error
 
 	chunks []chunk
 	cur    int // chunks before it are full
@@ -40,6 +43,12 @@ func (a *Arena) Alloc(n int) (driver.DevicePtr, error) {
 	p, err := driver.MemAlloc(size)
 	if err != nil {
 		return 0, err
+	}
+	if a.OnChunk != nil {
+		if err := a.OnChunk(p, size); err != nil {
+			driver.MemFree(p)
+			return 0, err
+		}
 	}
 	a.chunks = append(a.chunks, chunk{base: p, size: size, used: need})
 	a.cur = len(a.chunks) - 1

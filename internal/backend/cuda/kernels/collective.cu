@@ -19,6 +19,7 @@
 //   wait.h      bounded waits, the block's poller, the error record
 //   staging.h   the staging path: stage, then read the peers' stagings
 //   push.h      the push path: write parts to their reducers, sums back
+//   registered.h  the registered path: read parts in place, sums to every output
 //   ll.h        the LL protocol: a small call in one launch
 //   alone.h     W=1: the outputs straight from the inputs
 //   then this file.
@@ -118,7 +119,7 @@ __device__ void run(const Args& a, State& s) {
       if (s.win == gridDim.x - 1) atom_zero(a.self + DC_OFF_TICKET);
     }
     s.remote = 0;
-    for (int i = 0; i < DC_MAX_STEPS; i++) s.remote |= push_path(a.steps[i]);
+    for (int i = 0; i < DC_MAX_STEPS; i++) s.remote |= push_path(a.steps[i]) || registered_path(a.steps[i]);
   }
   if (t == nt - 1) {
     // Both words were last written by this rank's earlier launches, which
@@ -200,6 +201,12 @@ __device__ void run(const Args& a, State& s) {
         if (op == DC_S_REDUCE_PUSH || op == DC_S_REDUCE_PUSH_SCATTER) {
           for (u32 p = t; p < kWorld; p += nt) push_setup(a, s, p, op);
           sync_block();
+        }
+        if (registered_path(op)) {
+          for (u32 p = t; p < kWorld; p += nt) reg_setup(a, s, p);
+          sync_block();
+          reg_compute<K>(a, s, a.work[0]);
+          break;
         }
         for (u32 k = 0; k < a.nwork; k++) {
           if (push_path(op))

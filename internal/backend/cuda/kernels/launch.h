@@ -23,6 +23,8 @@ struct Args {
   u64 window;  // LL: bytes of the image each block handles
   u64 scalar;      // premulsum: this rank's scalar, as its element's bits, unless scalar_at
   u64 scalar_at;   // premulsum: the device address of this rank's scalar (read as the launch runs), or 0
+  u64 wins;            // the windows' table: a row per window, a column per rank (registered.h)
+  u64 reg_in, reg_out;  // a registered call's input and output (window.go's regWord), else 0
   u32 op, dtype, root, nbuf;  // with count and layout: the signature
   u32 red;                    // the reduction's operator (num.RedOp): in the signature
   u32 calc;                   // what the kernel computes of it: DC_CALC_* (Red)
@@ -43,7 +45,7 @@ struct State {
   u32 code[kWorld];    // per peer: what a failed wait on it records, with aux
   u64 aux[kWorld];
   u64 ack[kWorld];     // LL: the peers' acks as the launch began
-  u64 mirror[kWorld];  // push path: where reduce_range also stores, per peer (0: none)
+  u64 mirror[kWorld];  // push and registered paths: where reduce_range also stores, per peer (0: none)
   u64 scale[kWorld];   // premulsum: rank p's scalar (its signature slot's last word)
   // The peers' signatures as their LL headers brought them (word k of rank
   // p at p * DC_SIG_WORDS + k, valid where sig_ok is set): what record
@@ -51,7 +53,7 @@ struct State {
   u64 sig[kWorld * DC_SIG_WORDS];
   unsigned char sig_ok[kWorld * DC_SIG_WORDS];
   int last;  // last_block's verdict
-  int remote;  // the launch's blocks write into peers' memory (the push path): each fences at system scope
+  int remote;  // the launch's blocks write into peers' memory (push, registered): each fences at system scope
   u32 win;   // LL: the window this block handles (its ticket)
   // The block's poller (poll_block) and what it found, for every waiter of
   // the block: per peer a code to record and its aux word, the abort word,
@@ -87,7 +89,7 @@ __device__ void own_signature(const Args& a, const State& s, u64 seq, u64* w) {
   w[1] = a.dtype;
   w[2] = a.count;
   w[3] = a.root;
-  w[4] = a.nbuf;
+  w[4] = a.nbuf | (a.reg_in != 0 ? (u64)DC_SIG_REGISTERED : 0);
   w[5] = a.layout;
   w[6] = seq;
   w[7] = s.scale[a.rank];

@@ -22,6 +22,7 @@
 #define DC_OFF_COUNT_DONE 896
 #define DC_OFF_TICKET 960  // LL: blocks take their windows in the order they start
 #define DC_OFF_PEERS 1024
+#define DC_OFF_REG 1536  // a registered call's input and output (window.go's regWord), written with the signature
 #define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
 #define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
 #define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
@@ -29,6 +30,8 @@
 #define DC_CTRL_SIZE 4096
 #define DC_LL_HDR 128  // LL: the signature lines at the head of a receive slot
 #define DC_SHARD_ALIGN 64
+#define DC_SIG_REGISTERED 4294967296  // signature word 4: the call's buffers are registered
+#define DC_REG_OFF_BITS 40  // a regWord: the window + 1 above these bits, the offset in it below
 
 // Host-mapped error record (bytes, layout.go).
 #define DC_REC_ABORT 0
@@ -66,8 +69,9 @@
 #define DC_S_REDUCE_PUSH 21  // sum this rank's part into the output and every peer's staging
 #define DC_S_REDUCE_PUSH_SCATTER 22  // sum this rank's part into the output
 #define DC_S_GATHER_PUSHED 23  // copy the peers' sums into the output
-#define DC_S_LL 24  // the call by the LL protocol; the next entry is its compute
-#define DC_S_ALONE 25  // W=1: from the input; the next entry is its compute
+#define DC_S_REDUCE_REG 24  // registered: sum this rank's part of every rank's input into every rank's output
+#define DC_S_LL 25  // the call by the LL protocol; the next entry is its compute
+#define DC_S_ALONE 26  // W=1: from the input; the next entry is its compute
 
 // What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).
 #define DC_CALC_NODE 3  // the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN

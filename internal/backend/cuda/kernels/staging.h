@@ -50,12 +50,17 @@ __device__ void staged_compute(const Args& a, State& s, const Work& w, u32 op, b
   }
 }
 
-// publish_stage writes this call's signature, then stage = seq: the
-// release orders the signature before it for a peer that acquires stage.
+// publish_stage writes this call's signature (and a registered call's
+// buffers), then stage = seq: the release orders them before it for a
+// peer that acquires stage.
 __device__ void publish_stage(const Args& a, const State& s, u64 seq) {
   u64 mine[DC_SIG_WORDS];
   own_signature(a, s, seq, mine);
   for (int k = 0; k < DC_SIG_WORDS; k++) st_vol(a.self + DC_OFF_SIG + 8 * k, mine[k]);
+  if (a.reg_in != 0) {
+    st_vol(a.self + DC_OFF_REG, a.reg_in);
+    st_vol(a.self + DC_OFF_REG + 8, a.reg_out);
+  }
   st_release(a.self + DC_OFF_STAGE, seq);
 }
 

@@ -1,0 +1,43 @@
+// registered.h: the registered path (steptable.go, proto.Registered): an
+// all-reduce whose input and output every rank registered (window.go), a
+// two-shot with no staging. After the meet (AWAIT_STAGE, CHECK), REDUCE_REG
+// sums this rank's part of every rank's input, read where it lies, and
+// stores each sum into every rank's output; sent2 then tells each peer that
+// this rank has read its input and written its part of its output.
+//
+// In place is safe: part p of every rank's buffer is read and written by
+// rank p alone, each element read from every rank and then stored by the
+// same thread.
+
+// registered_path reports whether op is the registered path's primitive.
+__device__ __forceinline__ bool registered_path(u32 op) { return op == DC_S_REDUCE_REG; }
+
+// reg_addr is the buffer a regWord names, as mapped here: its window's row
+// of the table (Args.wins, a column per rank), plus its offset.
+__device__ __forceinline__ u64 reg_addr(const Args& a, int p, u64 reg) {
+  const u64 row = (reg >> DC_REG_OFF_BITS) - 1, off = reg & ((1ull << DC_REG_OFF_BITS) - 1);
+  return ld_u64(a.wins + 8 * (row * kWorld + p)) + off;
+}
+
+// reg_setup points leaf p of the tree at rank p's input and mirror p at
+// its output (none for this rank: its sums go to its own output
+// directly). The peers' regWords come from their control blocks, which
+// they wrote with their signatures: thread p, which acquired peer p's
+// stage in this launch, reads them. The caller syncs the block.
+__device__ void reg_setup(const Args& a, State& s, int p) {
+  const bool self = p == (int)a.rank;
+  const u64 in = self ? a.reg_in : ld_vol(s.ctrl[p] + DC_OFF_REG);
+  s.pay[p] = reg_addr(a, p, in);
+  s.mirror[p] = self ? 0 : reg_addr(a, p, ld_vol(s.ctrl[p] + DC_OFF_REG + 8));
+}
+
+// reg_compute is REDUCE_REG over w: every buffer 16-byte aligned
+// (planner.registration), so the whole part moves in vectors.
+template <class K>
+__device__ void reg_compute(const Args& a, State& s, const Work& w) {
+  if constexpr (K::reduces) {
+    u64 lo, hi;
+    shard(a.rank, w.bytes, &lo, &hi);
+    reduce_range<K>(red_of(a, s), s.pay, s.mirror, true, w.out + lo, lo, hi - lo, gtid(), gstride());
+  }
+}
