@@ -207,6 +207,26 @@ func dcgo_premul_destroy(comm C.uintptr_t, op C.int, group C.uint64_t) C.int {
 	})
 }
 
+// dcgo_window_register tells the shim of a window the real NCCL's
+// ncclCommWindowRegister made over size bytes at buff (window.go of
+// ncclshim); group is the caller's group, 0 outside one.
+//
+//export dcgo_window_register
+func dcgo_window_register(comm, buff C.uintptr_t, size C.size_t, win C.uintptr_t, group C.uint64_t) {
+	withShim(func(s *ncclshim.Shim) C.int {
+		s.WindowRegister(ncclshim.Handle(comm), uintptr(buff), int(size), uintptr(win), uint64(group))
+		return 0
+	})
+}
+
+//export dcgo_window_deregister
+func dcgo_window_deregister(comm, win C.uintptr_t) {
+	withShim(func(s *ncclshim.Shim) C.int {
+		s.WindowDeregister(ncclshim.Handle(comm), uintptr(win))
+		return 0
+	})
+}
+
 // dcgo_group_end is the shim's part of a group's end (phase 0 before the
 // real ncclGroupEnd, 1 after); *left says whether phase 1 has work.
 //

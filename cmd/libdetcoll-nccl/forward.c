@@ -372,6 +372,25 @@ DC_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return theirs(real.ncclRedOpDestroy(op, comm));
 }
 
+// A window is the real NCCL's, registered first (collectively, as for
+// detcoll), so that NCCL's own kernels may use it and win is NCCL's; then
+// detcoll registers the memory too where it can (ncclshim's window.go).
+// Deregistered on the Go side first, while the real window still stands.
+DC_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                              int winFlags) {
+  DC_MISSING(ncclCommWindowRegister);
+  ncclResult_t r = real.ncclCommWindowRegister(comm, buff, size, win, winFlags);
+  if (r == ncclSuccess && win && *win)
+    dcgo_window_register((uintptr_t)comm, (uintptr_t)buff, size, (uintptr_t)*win, in_group());
+  return theirs(r);
+}
+
+DC_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  DC_MISSING(ncclCommWindowDeregister);
+  dcgo_window_deregister((uintptr_t)comm, (uintptr_t)win);
+  return theirs(real.ncclCommWindowDeregister(comm, win));
+}
+
 // A reduction asks the Go side, which answers with a result, DC_HANDED
 // (the real NCCL makes it now) or DC_DEFERRED (it runs at the group's end).
 // When recording, the time of the ones the Go side made is summed: the

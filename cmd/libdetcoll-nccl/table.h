@@ -16,9 +16,6 @@
   X(ncclCommUserRank, (const ncclComm_t comm, int* rank), (comm, rank))                                       \
   X(ncclCommRegister, (const ncclComm_t comm, void* buff, size_t size, void** handle), (comm, buff, size, handle)) \
   X(ncclCommDeregister, (const ncclComm_t comm, void* handle), (comm, handle))                                \
-  X(ncclCommWindowRegister, (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags),      \
-    (comm, buff, size, win, winFlags))                                                                        \
-  X(ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win), (comm, win))                               \
   X(ncclDevCommCreate, (ncclComm_t comm, const ncclDevCommRequirements_t* reqs, ncclDevComm_t* outDevComm),   \
     (comm, reqs, outDevComm))                                                                                 \
   X(ncclDevCommDestroy, (ncclComm_t comm, const ncclDevComm_t* devComm), (comm, devComm))                     \
@@ -78,6 +75,9 @@
     (ncclRedOp_t* op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm), \
     (op, scalar, datatype, residence, comm))                                                                  \
   X(ncclRedOpDestroy, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                                          \
+  X(ncclCommWindowRegister, (ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win, int winFlags),      \
+    (comm, buff, size, win, winFlags))                                                                        \
+  X(ncclCommWindowDeregister, (ncclComm_t comm, ncclWindow_t win), (comm, win))                               \
   X(ncclGroupStart, (void), ())                                                                               \
   X(ncclGroupEnd, (void), ())                                                                                 \
   X(ncclGroupSimulateEnd, (ncclSimInfo_t* simInfo), (simInfo))

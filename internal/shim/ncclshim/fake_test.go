@@ -412,3 +412,18 @@ func (o *fakeOpen) events(rank int) *eventLog {
 }
 
 var errNoCall = errors.New("no call")
+
+// RegisterWindow records a window (detcoll's RegisterDevice).
+func (c *fakeComm) RegisterWindow(ctx context.Context, addr uintptr, size int) (Deregisterer, error) {
+	if err := c.record("register %#x %d", addr, size); err != nil {
+		return nil, err
+	}
+	return fakeWindow{c, addr}, nil
+}
+
+type fakeWindow struct {
+	c    *fakeComm
+	addr uintptr
+}
+
+func (w fakeWindow) Deregister(context.Context) error { return w.c.record("deregister %#x", w.addr) }

@@ -84,7 +84,7 @@ func OpenDetcoll(ctx context.Context, o detcoll.Options) (Collectives, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return detcollComm{c}, nil
 }
 
 // Shim is the state of the library: the communicators it knows and how
@@ -180,6 +180,9 @@ type comm struct {
 	queued bool
 	side   uintptr // the stream a group's served calls run on, beside its other operations (0 until needed)
 	gather region  // a reduce-scatter's pieces, gathered (0 until one is larger than the capacity)
+	// windows are detcoll's side of the real NCCL's windows (window.go),
+	// by the real ncclWindow_t.
+	windows map[uintptr]Deregisterer
 }
 
 type active struct{ dc Collectives }
@@ -302,6 +305,7 @@ func (s *Shim) closeLocked(c *comm, why error) nccl.Result {
 		cancel()
 		c.dc = nil
 		c.active.Store(nil)
+		c.windows = nil // Close gave them back
 	}
 	c.cancel()
 	if c.stopWatch != nil {
