@@ -68,5 +68,7 @@ func TestKernelsCompileWithClang(t *testing.T) {
 		compile(fmt.Sprintf("collective-w%d.cu", w), kernelSource, fmt.Sprintf("-DDC_WORLD=%d", w),
 			fmt.Sprintf("-DDC_LL_MAX=%d", defaultLLMax(w)))
 	}
+	// DETCOLL_CUDA_PROFILE's marks (profile.h).
+	compile("collective-w2-profile.cu", kernelSource, "-DDC_WORLD=2", fmt.Sprintf("-DDC_LL_MAX=%d", defaultLLMax(2)), "-DDC_PROFILE=1")
 	compile("treesum.cu", source("treesum.cu"), "-DDC_WORLD=1", "-DDC_LL_MAX=64", "-DDC_LEAVES=3")
 }

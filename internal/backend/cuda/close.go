@@ -203,6 +203,9 @@ func (c *Comm) unmapPeers() {
 // release frees whatever Open set up, on the locked thread with the
 // context current (or none yet).
 func (c *Comm) release() {
+	if c.plan.profile && c.buf != 0 {
+		c.printProfile()
+	}
 	c.share.leave()
 	c.releaseWindows()
 	c.unmapPeers()

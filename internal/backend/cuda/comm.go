@@ -190,7 +190,7 @@ func (c *Comm) setupDevice() error {
 	if err != nil {
 		return err
 	}
-	if c.mod, c.fns, err = loadKernels(c.dev, c.world, c.plan.llMax); err != nil {
+	if c.mod, c.fns, err = loadKernels(c.dev, c.world, c.plan.llMax, c.plan.profile); err != nil {
 		return err
 	}
 	resident := 0 // blocks of every kernel that fit on the GPU at once
@@ -374,6 +374,9 @@ func (p *planner) fromEnv() error {
 	if p.maxBlocks, err = base.TuningKnob(envMaxBlocks, p.maxBlocks, 1, 1); err != nil {
 		return err
 	}
-	p.pushEngine, err = pushEngineFromEnv()
+	if p.pushEngine, err = pushEngineFromEnv(); err != nil {
+		return err
+	}
+	p.profile, err = profileFromEnv()
 	return err
 }

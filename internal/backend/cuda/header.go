@@ -55,6 +55,7 @@ func headerGroups() []struct {
 			{"DC_OFF_TICKET", offTicket, "LL: blocks take their windows in the order they start"},
 			{"DC_OFF_PEERS", offPeers, ""},
 			{"DC_OFF_REG", offReg, "a registered call's input and output (window.go's regWord), written with the signature"},
+			{"DC_OFF_PROF", offProf, "DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.h, profile.go)"},
 			{"DC_OFF_ACK", offAck, "ack[p]: rank p's done, pushed here by p"},
 			{"DC_OFF_SENT1", offSent1, "sent1[p]: rank p pushed its parts of the input here (push path)"},
 			{"DC_OFF_SENT2", offSent2, "sent2[p]: rank p pushed its reduced part here (push path)"},

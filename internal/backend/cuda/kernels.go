@@ -16,7 +16,7 @@ var kernelDir embed.FS
 // kernelFiles are the files of the collectives' kernel, in the order
 // NVRTC reads them: each uses only what the files before it declare
 // (collective.cu's first comment says what each holds).
-var kernelFiles = []string{"launch.h", "tree.h", "prims.h", "lines.h", "wait.h", "staging.h", "push.h", "registered.h", "ll.h", "alone.h", "collective.cu"}
+var kernelFiles = []string{"launch.h", "profile.h", "tree.h", "prims.h", "lines.h", "wait.h", "staging.h", "push.h", "registered.h", "ll.h", "alone.h", "collective.cu"}
 
 // kernelSource is what NVRTC compiles for the collectives.
 var kernelSource = source(kernelFiles...)
@@ -54,17 +54,24 @@ func compileOptions(world, llMax int) []string {
 
 // loadKernels loads the kernels for the current context's device and
 // world size: those built ahead of time (aot.go) where the module carries
-// them, else compiled by NVRTC (or found in the disk cache). The caller
-// holds the context current on a locked thread.
-func loadKernels(dev driver.Device, world, llMax int) (driver.Module, [numKernels]driver.Function, error) {
+// them, else compiled by NVRTC (or found in the disk cache); with
+// profile, always compiled, with the marks (profile.go). The caller holds
+// the context current on a locked thread.
+func loadKernels(dev driver.Device, world, llMax int, profile bool) (driver.Module, [numKernels]driver.Function, error) {
 	var fns [numKernels]driver.Function
 	arch, err := dev.Arch()
 	if err != nil {
 		return 0, fns, err
 	}
-	mod, err := loadAOT(arch, world, llMax)
+	opts := compileOptions(world, llMax)
+	mod, err := driver.Module(0), fmt.Errorf("profiling: the kernels built ahead of time have no marks")
+	if profile {
+		opts = append(opts, "-DDC_PROFILE=1")
+	} else {
+		mod, err = loadAOT(arch, world, llMax)
+	}
 	if err != nil {
-		cubin, err := driver.BuildKernel(kernelSource, "collective.cu", arch, compileOptions(world, llMax))
+		cubin, err := driver.BuildKernel(kernelSource, "collective.cu", arch, opts)
 		if err != nil {
 			return 0, fns, fmt.Errorf("compile the kernels for %s: %w", arch, err)
 		}

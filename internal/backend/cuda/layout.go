@@ -27,6 +27,7 @@ const (
 	offTicket       = 960  // LL: the next window to take (u32), reset by the last block
 	offPeers        = 1024 // every rank's buffer as mapped by this rank
 	offReg          = 1536 // a registered call's input and output (regWord), written with the signature
+	offProf         = 1600 // DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.go), 12 words
 	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
 	offSent1        = 2560 // sent1[p]: rank p pushed its parts of the input here (push path)
 	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path)
@@ -143,7 +144,8 @@ type kernelArgs struct {
 }
 
 // The control block's words fit before the next field.
-const _ = uint(offAck - offReg - 2*8)
+const _ = uint(offProf - offReg - 2*8)
+const _ = uint(offAck - offProf - profWords*8)
 const _ = uint(offReg - offPeers - maxWorld*8)
 
 // A longer proto signature fails to compile here rather than overrun the

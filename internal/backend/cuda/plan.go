@@ -130,6 +130,8 @@ type planner struct {
 	peerStaging []uint64
 	// windows are this rank's registered memory (window.go).
 	windows []regWindow
+	// profile compiles the kernels with their marks (profile.go).
+	profile bool
 }
 
 // path returns the protocol path of a call (proto.ChoosePath); registered

@@ -36,6 +36,7 @@ const (
 	CUDALLMax      = "DETCOLL_CUDA_LL_MAX"
 	CUDALLWindow   = "DETCOLL_CUDA_LL_WINDOW"
 	CUDAPushCopy   = "DETCOLL_CUDA_PUSH_COPY"
+	CUDAProfile    = "DETCOLL_CUDA_PROFILE"
 	CPUOneShotMax  = "DETCOLL_CPU_ALLREDUCE_ONESHOT_MAX"
 	CPUStreamMin   = "DETCOLL_CPU_STREAM_MIN"
 	CPUStreamChunk = "DETCOLL_CPU_STREAM_CHUNK"
@@ -87,6 +88,7 @@ var Vars = []Var{
 	{CUDAMaxBlocks, "GPUs", "the cuda backend's Open", true, "blocks of a launch that may wait (48 at W <= 2, 32 from 3; docs/gpu-sharing.md)"},
 	{CUDALLMax, "GPUs", "the cuda backend's Open", true, "the LL protocol's largest message"},
 	{CUDALLWindow, "GPUs", "the cuda backend's Open", true, "the LL protocol's window per block"},
+	{CUDAProfile, "GPUs", "the cuda backend's Open", true, "`1` (for measuring lever 0): kernels compiled with DC_PROFILE, whose LL launches time their phases (clock64) and the gaps between launches (%globaltimer); each rank prints the means to stderr at Close. Compiles with NVRTC, never the kernels built ahead of time"},
 	{CUDAPushCopy, "GPUs", "the cuda backend's Open", true, "`engine` (experimental, for measuring: not safe when a rank fails, docs/perf-levers.md): the push path's first copies (each input part to its reducer) by the copy engines, freeing the SMs; `sm` (default): by the kernel"},
 
 	{CPUOneShotMax, "The cpu backend", "Open", true, "largest all-reduce (bytes) on the one-shot path"},

@@ -13,6 +13,7 @@
 //   ops.h       memory operations
 //   reduce.h    the element types and the operators: a node, a leaf, the root
 //   launch.h    the launch's arguments and each block's state
+//   profile.h   marks that time an LL launch's phases (DC_PROFILE only)
 //   tree.h      T over the ranks
 //   prims.h     reduce_range and copy_bytes, the loops that move data
 //   lines.h     LL lines and receive slots
@@ -85,6 +86,7 @@ __device__ void run(const Args& a, State& s) {
       run_alone<K>(a, s);
       return;
     }
+  DC_MARK(s, 0);
   const u32 t = threadIdx.x, nt = blockDim.x;
   const bool ll = a.steps[0] == DC_S_LL;
   const u64 scratch = a.self + a.ll + 2ull * kWorld * DC_LL_SLOT;  // LL: the scratch images
@@ -129,6 +131,7 @@ __device__ void run(const Args& a, State& s) {
     s.seq = done + 1;
   }
   sync_block();
+  DC_MARK(s, 1);
   if (ll) prefetch_lines(a, s);
   if (s.fail) return;
   const u64 seq = s.seq;
@@ -137,7 +140,11 @@ __device__ void run(const Args& a, State& s) {
     bool acked = true;
     for (int p = 0; p < kWorld; p++) acked = acked && (p == (int)a.rank || s.ack[p] + 2 >= seq);
     if (!acked && !wait_all(a, s, DC_OFF_ACK, seq - 2, DC_PHASE_RESERVE)) return;
+    DC_MARK(s, 2);
     run_ll<K>(a, s, seq, a.steps[1]);
+#ifdef DC_PROFILE
+    prof_flush(a, s);
+#endif
     return;
   }
 

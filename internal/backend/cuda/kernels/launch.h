@@ -64,6 +64,10 @@ struct State {
   volatile u64 paux[kWorld];
   volatile u64 pabort;
   volatile int pown;
+#ifdef DC_PROFILE
+  long long prof[8];  // profile.h: clock64 at each mark
+  u64 prof_t0;        // %globaltimer at entry
+#endif
 };
 
 __device__ __forceinline__ u64 gtid() { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }

@@ -184,6 +184,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq, u32 op) {
       for (u64 x = b + 8 * t; x < e; x += 8 * nt) st_line(dst + 2 * x, ld_image8(a.work[k], x), flag);
     }
   }
+  DC_MARK(s, 3);
   if (ll_refresh_due(seq)) ll_refresh(a, s, seq, op);
 
   // Check every peer's signature (thread i: word i % 8 of rank i / 8).
@@ -204,6 +205,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq, u32 op) {
   // No output is written before every signature is known to agree
   // (contract section 5: a mismatch changes nothing).
   sync_block();
+  DC_MARK(s, 4);
   if (s.fail) {
     fail_block(a, s, DC_WORD_LINES, 0, DC_PHASE_READY);
     return;
@@ -261,6 +263,7 @@ __device__ void run_ll(const Args& a, State& s, u64 seq, u32 op) {
     }
   }
   sync_block();
+  DC_MARK(s, 5);
   if (s.fail) {
     fail_block(a, s, DC_WORD_LINES, 0, DC_PHASE_READY);
     return;
@@ -285,7 +288,9 @@ __device__ void run_ll(const Args& a, State& s, u64 seq, u32 op) {
   // (and, for a staged all-reduce, of this rank's staging, which a peer's
   // next call may write) has returned its value (it was stored) before
   // the count.
+  DC_MARK(s, 6);
   if (last_block(a, s, DC_OFF_COUNT_DONE, false) && t < kWorld)
     st_vol(t == a.rank ? a.self + DC_OFF_DONE : s.ctrl[t] + DC_OFF_ACK + 8 * a.rank, seq);
+  DC_MARK(s, 7);
 }
 

@@ -23,6 +23,7 @@
 #define DC_OFF_TICKET 960  // LL: blocks take their windows in the order they start
 #define DC_OFF_PEERS 1024
 #define DC_OFF_REG 1536  // a registered call's input and output (window.go's regWord), written with the signature
+#define DC_OFF_PROF 1600  // DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.h, profile.go)
 #define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
 #define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
 #define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
