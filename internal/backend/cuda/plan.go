@@ -19,10 +19,20 @@ const (
 	kernelSumF16
 	kernelSumF32
 	kernelSumF64
-	numKernels
+	// The same six again, compiled for the LL protocol alone
+	// (llKernel): an LL launch runs a kernel whose body is that
+	// protocol's, not every path's (docs/perf-levers.md, lever 0).
+	numKernels = 2 * (kernelSumF64 + 1)
 )
 
-var kernelNames = [numKernels]string{"dc_copy", "dc_reduce", "dc_sum_bf16", "dc_sum_f16", "dc_sum_f32", "dc_sum_f64"}
+// numPathKernels is the kernels of the step tables (the first six).
+const numPathKernels = kernelSumF64 + 1
+
+var kernelNames = [numKernels]string{"dc_copy", "dc_reduce", "dc_sum_bf16", "dc_sum_f16", "dc_sum_f32", "dc_sum_f64",
+	"dc_ll_copy", "dc_ll_reduce", "dc_ll_sum_bf16", "dc_ll_sum_f16", "dc_ll_sum_f32", "dc_ll_sum_f64"}
+
+// llKernel is k's LL-only twin.
+func llKernel(k kernel) kernel { return k%numPathKernels + numPathKernels }
 
 // reduceKernel is the kernel that computes red over dt.
 func reduceKernel(red num.RedOp, dt num.DType) kernel {
@@ -178,7 +188,7 @@ func (p planner) plan(req *base.DeviceRequest) []launch {
 			works[0].In = p.staging
 		}
 		grid, window := p.llGrid(total)
-		return []launch{{kernel: p.kernelOf(req, proto.Compute), grid: grid, table: launchShapes(path, staged, k)[0].table, work: works, window: window}}
+		return []launch{{kernel: llKernel(p.kernelOf(req, proto.Compute)), grid: grid, table: launchShapes(path, staged, k)[0].table, work: works, window: window}}
 	}
 	if path == proto.Alone && req.Op == base.OpBroadcast {
 		return nil // in place, and the root's own: nothing moves, and no peer awaits a word

@@ -333,7 +333,8 @@ func TestCalcOf(t *testing.T) {
 // TestPlanReductionsTakeTheReducingKernel: a reduction's compute
 // launches run the sum kernel of its type where it sums a floating type,
 // dc_reduce for every other type and operator; the gathers and the
-// staging copies run dc_copy.
+// staging copies run dc_copy; an LL launch (these small calls) runs the
+// LL twin of its kernel, and no other launch does.
 func TestPlanReductionsTakeTheReducingKernel(t *testing.T) {
 	p := testPlanner(0, 2)
 	sums := map[num.DType]kernel{num.BFloat16Type: kernelSumBF16, num.Float16Type: kernelSumF16,
@@ -348,13 +349,25 @@ func TestPlanReductionsTakeTheReducingKernel(t *testing.T) {
 			req := &base.DeviceRequest{Op: base.OpAllReduce, DType: dt, Red: red,
 				In: []base.DeviceBuf{{Addr: 1 << 20, Len: n}}, Out: []base.DeviceBuf{{Addr: 2 << 20, Len: n}}}
 			steps := p.plan(req)
-			if len(steps) != 1 || steps[0].kernel != want {
-				t.Errorf("AllReduce %v of %v: %d launches (%v); want one on %s", red, dt, len(steps), steps, kernelNames[want])
+			if len(steps) != 1 || steps[0].kernel != llKernel(want) || steps[0].table[0] != opLL {
+				t.Errorf("AllReduce %v of %v: %d launches (%v); want one LL launch on %s", red, dt, len(steps), steps, kernelNames[llKernel(want)])
+			}
+			req.In[0].Len, req.Out[0].Len = 1<<20, 1<<20
+			for _, s := range p.plan(req) {
+				if s.kernel != want && s.kernel != kernelCopy {
+					t.Errorf("AllReduce %v of %v, push path: a launch on %s; want %s or dc_copy", red, dt, kernelNames[s.kernel], kernelNames[want])
+				}
 			}
 			req.Op = base.OpAllGather
 			for _, s := range p.plan(req) {
 				if s.kernel != kernelCopy {
-					t.Errorf("AllGather of %v: a launch on kernel %d; want dc_copy", dt, s.kernel)
+					t.Errorf("AllGather of %v: a launch on kernel %s; want dc_copy", dt, kernelNames[s.kernel])
+				}
+			}
+			req.In[0].Len, req.Out[0].Len = 8, 16
+			for _, s := range p.plan(req) {
+				if s.kernel != llKernel(kernelCopy) {
+					t.Errorf("small AllGather of %v: a launch on kernel %s; want dc_ll_copy", dt, kernelNames[s.kernel])
 				}
 			}
 		}

@@ -77,18 +77,27 @@
 // communicators fit on one GPU at once (cuda/share.go).
 #define DC_MIN_BLOCKS 2
 
-// run executes the step table of a launch: the whole call by LL or, at
-// W=1, Alone (the table's first entry says), else its steps in order.
 template <class K>
+__device__ void run_table(const Args& a, State& s, const u64 seq);
+
+// run executes a launch: the whole call by LL (in the LL kernels, whose
+// tables are DC_S_LL and the compute) or, at W=1, Alone (the table's
+// first entry says), else its steps in order (run_table).
+//
+// LL is true in the LL kernels (dc_ll_*, plan.go's llKernel), which run
+// only LL launches: their body is that protocol's alone, a short run of
+// instructions where every launch starts with a cold instruction cache
+// (docs/perf-levers.md, lever 0); the other kernels run every other table.
+template <class K, bool LL>
 __device__ void run(const Args& a, State& s) {
-  if constexpr (kWorld == 1)
+  if constexpr (!LL && kWorld == 1)
     if (a.steps[0] == DC_S_ALONE) {
       run_alone<K>(a, s);
       return;
     }
   DC_MARK(s, 0);
   const u32 t = threadIdx.x, nt = blockDim.x;
-  const bool ll = a.steps[0] == DC_S_LL;
+  constexpr bool ll = LL;
   const u64 scratch = a.self + a.ll + 2ull * kWorld * DC_LL_SLOT;  // LL: the scratch images
   for (u32 p = t; p < kWorld; p += nt) {
     s.ctrl[p] = ld_u64(a.self + DC_OFF_PEERS + 8 * p);
@@ -132,10 +141,10 @@ __device__ void run(const Args& a, State& s) {
   }
   sync_block();
   DC_MARK(s, 1);
-  if (ll) prefetch_lines(a, s);
+  if constexpr (ll) prefetch_lines(a, s);
   if (s.fail) return;
   const u64 seq = s.seq;
-  if (ll) {
+  if constexpr (ll) {
     // The slot this call writes at each peer was last read for seq - 2.
     bool acked = true;
     for (int p = 0; p < kWorld; p++) acked = acked && (p == (int)a.rank || s.ack[p] + 2 >= seq);
@@ -146,7 +155,15 @@ __device__ void run(const Args& a, State& s) {
     prof_flush(a, s);
 #endif
     return;
+  } else {
+    run_table<K>(a, s, seq);
   }
+}
+
+// run_table executes the steps of a launch that is not LL's.
+template <class K>
+__device__ void run_table(const Args& a, State& s, const u64 seq) {
+  const u32 t = threadIdx.x, nt = blockDim.x;
 
   // The peers' premulsum scalars come with their signatures (CHECK); a
   // launch that computes without a CHECK of its own (a later chunk, a
@@ -159,6 +176,8 @@ __device__ void run(const Args& a, State& s) {
     switch (op) {
       case DC_S_END:
         return;
+      case DC_S_LL:  // the LL kernels' table, never this kernel's (plan.go's llKernel): a fault, not a hang
+        asm volatile("trap;");
       case DC_S_AWAIT_ACKS:
         if (!wait_all(a, s, DC_OFF_ACK, seq - 1, DC_PHASE_RESERVE)) return;
         if (ll_refresh_due(seq)) ll_refresh(a, s, seq, 0);
@@ -228,14 +247,20 @@ __device__ void run(const Args& a, State& s) {
 // The entry points (plan.go's kernels): the operations that only copy;
 // every reduction, whatever its type and operator (reduce.h's Any); and
 // the sum of each floating type (Sum), the calls most jobs make.
-#define DC_KERNEL(name, K)                                                           \
+#define DC_KERNEL(name, K, LL)                                                       \
   extern "C" __global__ void __launch_bounds__(DC_BLOCK, DC_MIN_BLOCKS) name(Args a) { \
     __shared__ State s;                                                              \
-    run<K>(a, s);                                                                    \
+    run<K, LL>(a, s);                                                                \
   }
-DC_KERNEL(dc_copy, Bytes)
-DC_KERNEL(dc_reduce, Any)
-DC_KERNEL(dc_sum_bf16, Sum<BF16>)
-DC_KERNEL(dc_sum_f16, Sum<F16>)
-DC_KERNEL(dc_sum_f32, Sum<F32>)
-DC_KERNEL(dc_sum_f64, Sum<F64>)
+DC_KERNEL(dc_copy, Bytes, false)
+DC_KERNEL(dc_reduce, Any, false)
+DC_KERNEL(dc_sum_bf16, Sum<BF16>, false)
+DC_KERNEL(dc_sum_f16, Sum<F16>, false)
+DC_KERNEL(dc_sum_f32, Sum<F32>, false)
+DC_KERNEL(dc_sum_f64, Sum<F64>, false)
+DC_KERNEL(dc_ll_copy, Bytes, true)
+DC_KERNEL(dc_ll_reduce, Any, true)
+DC_KERNEL(dc_ll_sum_bf16, Sum<BF16>, true)
+DC_KERNEL(dc_ll_sum_f16, Sum<F16>, true)
+DC_KERNEL(dc_ll_sum_f32, Sum<F32>, true)
+DC_KERNEL(dc_ll_sum_f64, Sum<F64>, true)
