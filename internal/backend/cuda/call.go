@@ -126,7 +126,11 @@ func (c *Comm) launch(op base.Op, sig base.Signature, o operand, launches []laun
 		args.RegIn, args.RegOut = l.reg[0], l.reg[1]
 		args.Work = [maxWork]work{}
 		copy(args.Work[:], l.work)
-		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(l.grid)}, Block: driver.Dim3{X: uint32(c.plan.block)}, Stream: s}
+		threads := c.plan.block
+		if l.threads > 0 {
+			threads = l.threads
+		}
+		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: uint32(l.grid)}, Block: driver.Dim3{X: uint32(threads)}, Stream: s}
 		if err := driver.LaunchStruct(c.fns[l.kernel], cfg, args); err != nil {
 			err = fmt.Errorf("cuda: %v: launch %d of %d: %w", op, i+1, len(launches), err)
 			if i > 0 {

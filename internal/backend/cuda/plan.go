@@ -105,6 +105,9 @@ type launch struct {
 	table  stepTable
 	work   []work
 	window int // LL: image bytes per block
+	// threads is the threads per block: block, or fewer for a small LL
+	// launch (llThreads).
+	threads int
 	// copies, where set, make this launch copies by the copy engines
 	// instead of a kernel (pushcopy.go).
 	copies []peerCopy
@@ -188,7 +191,8 @@ func (p planner) plan(req *base.DeviceRequest) []launch {
 			works[0].In = p.staging
 		}
 		grid, window := p.llGrid(total)
-		return []launch{{kernel: llKernel(p.kernelOf(req, proto.Compute)), grid: grid, table: launchShapes(path, staged, k)[0].table, work: works, window: window}}
+		return []launch{{kernel: llKernel(p.kernelOf(req, proto.Compute)), grid: grid, threads: p.llThreads(total, window),
+			table: launchShapes(path, staged, k)[0].table, work: works, window: window}}
 	}
 	if path == proto.Alone && req.Op == base.OpBroadcast {
 		return nil // in place, and the root's own: nothing moves, and no peer awaits a word
@@ -268,6 +272,21 @@ func (p planner) llGrid(n int) (grid, window int) {
 	}
 	return max(1, (n+window-1)/window), window
 }
+
+// llThreads is the threads per block of an LL launch for an image of n
+// bytes in windows of window bytes: one per 8-byte line of a window, in
+// whole warps, from llMinThreads up to block. A small call so starts only
+// the warps that carry lines: every thread runs the launch's set-up and
+// waits at its barriers (docs/perf-levers.md, lever 0). The kernels take
+// any block size (their loops stride by it).
+func (p planner) llThreads(n, window int) int {
+	lines := (min(n, window) + 7) / 8
+	return min(p.block, max(llMinThreads, (lines+31)/32*32))
+}
+
+// llMinThreads: at W=8, a thread for each word of every rank's signature
+// (run_ll sends and checks kWorld * DC_SIG_WORDS lines).
+const llMinThreads = 64
 
 // grid returns the blocks for a launch that moves n bytes per buffer: one
 // thread per 16-byte vector, at least one block, at most maxBlocks.

@@ -162,6 +162,25 @@ func TestPlanLLGrid(t *testing.T) {
 	}
 }
 
+// TestPlanLLThreads: an LL launch starts a thread per line of its window,
+// in whole warps, no fewer than the signature needs and no more than a
+// block; the plan of a small call carries them.
+func TestPlanLLThreads(t *testing.T) {
+	p := testPlanner(0, 2)
+	for _, tc := range []struct{ n, window, threads int }{
+		{0, 4096, 64}, {8, 4096, 64}, {512, 4096, 64}, {513, 4096, 96}, {1024, 4096, 128},
+		{4096, 4096, 512}, {1 << 20, 4096, 512}, {1 << 20, 1 << 16, 512},
+	} {
+		if got := p.llThreads(tc.n, tc.window); got != tc.threads {
+			t.Errorf("llThreads(%d, %d) = %d, want %d", tc.n, tc.window, got, tc.threads)
+		}
+	}
+	s := p.plan(&base.DeviceRequest{Op: base.OpAllReduce, DType: num.BFloat16Type, In: buf(4096, 1024), Out: buf(8192, 1024)})
+	if len(s) != 1 || s[0].threads != 128 {
+		t.Errorf("1 KiB all-reduce: %d launches, the first of %d threads; want 1 of 128", len(s), s[0].threads)
+	}
+}
+
 // TestPlanBroadcastCopiesOnlyAtRoot: only the root stages its buffer.
 func TestPlanBroadcastCopiesOnlyAtRoot(t *testing.T) {
 	for rank := range 3 {
