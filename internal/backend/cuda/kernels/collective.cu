@@ -130,8 +130,7 @@ __device__ void run(const Args& a, State& s) {
       if (s.win == gridDim.x - 1) atom_zero(a.self + DC_OFF_TICKET);
     }
     s.remote = 0;
-    if constexpr (!ll)
-      for (int i = 0; i < DC_MAX_STEPS; i++) s.remote |= push_path(a.steps[i]) || registered_path(a.steps[i]);
+    for (int i = 0; i < DC_MAX_STEPS; i++) s.remote |= push_path(a.steps[i]) || registered_path(a.steps[i]);
   }
   if (t == nt - 1) {
     // Both words were last written by this rank's earlier launches, which

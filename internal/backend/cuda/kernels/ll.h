@@ -26,16 +26,9 @@ __device__ void ll_range(const Args& a, const Work& w, u32 op, int from, int to,
 // ll_wait waits until the line at p, sent by peer, carries call seq's
 // flag. false: the wait failed (s.fail is set, and s.code[peer] if this
 // thread saw why).
-// Its loop is out of line (wait.h says why); the first poll is not.
-__device__ __noinline__ bool ll_wait_loop(const Args& a, State& s, u64 p, u64 seq, int peer, u64* v, u32 probe);
-
-__device__ __forceinline__ bool ll_wait(const Args& a, State& s, u64 p, u64 seq, int peer, u64* v,
-                                        u32 probe = DC_PROBE_NONE) {
-  return ld_line(p, (u32)seq, v) || ll_wait_loop(a, s, p, seq, peer, v, probe);
-}
-
-__device__ __noinline__ bool ll_wait_loop(const Args& a, State& s, u64 p, u64 seq, int peer, u64* v, u32 probe) {
+__device__ bool ll_wait(const Args& a, State& s, u64 p, u64 seq, int peer, u64* v, u32 probe = DC_PROBE_NONE) {
   const u32 flag = (u32)seq;
+  if (ld_line(p, flag, v)) return true;
   Waiter wt(peer, probe, seq);
   for (;;) {
     if (ld_line(p, flag, v)) return true;
@@ -66,7 +59,7 @@ __device__ __noinline__ bool ll_wait_loop(const Args& a, State& s, u64 p, u64 se
 // of both slots would, whatever the first seq s0.
 __device__ __forceinline__ bool ll_refresh_due(u64 seq) { return (seq & 0x7fffffffull) < 2; }
 
-__device__ __noinline__ void ll_refresh(const Args& a, State& s, u64 seq, u32 op) {
+__device__ void ll_refresh(const Args& a, State& s, u64 seq, u32 op) {
   const bool ll = op != 0;
   const u32 flag = (u32)(seq - 2);
   for (int q = 0; q < kWorld; q++) {
@@ -90,7 +83,7 @@ __device__ __noinline__ void ll_refresh(const Args& a, State& s, u64 seq, u32 op
 // outputs whose image bytes lie in [lo, hi) (window bounds are multiples of
 // 64, so no element straddles two windows), from the scratch images.
 template <class K>
-__device__ __noinline__ void compute_window(const Args& a, State& s, const Work& w, u32 op, u64 lo, u64 hi) {
+__device__ void compute_window(const Args& a, State& s, const Work& w, u32 op, u64 lo, u64 hi) {
   const u64 g = threadIdx.x, st = blockDim.x;
   u64 b = w.off, e = w.off + w.bytes;  // image bytes [b, e) make the output
   if (op == DC_S_REDUCE_SHARD) {

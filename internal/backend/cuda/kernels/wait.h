@@ -14,12 +14,6 @@
 // of back-to-back large calls, which fed itself (a late rank makes its peer
 // wait long enough to start reading too). See docs/gpu-results.md. Every
 // DC_CHECK_EVERY polls a thread reads the timer and the block's verdict.
-//
-// What runs only when a wait is long or fails (poll_block, fail_block and
-// the record) and the waits of the staging path are __noinline__: a
-// launch starts with a cold instruction cache, and code inlined into the
-// hot path, even where it is skipped, spreads that path over more lines
-// to fetch (docs/perf-levers.md, lever 0).
 #ifndef DC_CHECK_EVERY
 #define DC_CHECK_EVERY 8
 #endif
@@ -110,7 +104,7 @@ __device__ bool other_call(const Args& a, State& s, int p, u64 seq) {
 // mismatch, then a timeout with every rank still missing). For a timeout
 // the missing ranks are those whose word is below target, or, for waits on
 // LL lines (DC_WORD_LINES), those a thread of this block timed out on.
-__device__ __noinline__ void fail_block(const Args& a, State& s, u64 word, u64 target, u32 phase) {
+__device__ void fail_block(const Args& a, State& s, u64 word, u64 target, u32 phase) {
   if (threadIdx.x != 0) return;
   u32 code = 0;
   u64 aux = 0;
@@ -151,7 +145,7 @@ __device__ __forceinline__ void poll_release(State& s) {
 // at a time: the waits are separated by bar.sync). It leaves its findings
 // in shared memory (s.pcode and s.paux by peer, s.pabort, s.pown). Called
 // by the poller only.
-__device__ __noinline__ void poll_block(const Args& a, State& s, u32 probe, u64 seq, u64 now) {
+__device__ void poll_block(const Args& a, State& s, u32 probe, u64 seq, u64 now) {
   s.polled = now;
   const bool abort_due = (long long)(now - s.abort_polled) >= DC_ABORT_NS;
   // The loads in flight together (NVLink, local, PCIe), then checked.
@@ -226,7 +220,7 @@ struct Waiter {
 // at least target; thread p polls for peer p. It returns false, after
 // recording why, if the wait failed. probe: see Waiter (target is the
 // call's seq then).
-__device__ __noinline__ bool wait_all(const Args& a, State& s, u64 word, u64 target, u32 phase, u32 probe = DC_PROBE_NONE) {
+__device__ bool wait_all(const Args& a, State& s, u64 word, u64 target, u32 phase, u32 probe = DC_PROBE_NONE) {
   const u32 t = threadIdx.x;
   if (t < kWorld && t != a.rank) {
     const u64 w = watched(a, s, t, word);
@@ -257,7 +251,7 @@ __device__ __noinline__ bool wait_all(const Args& a, State& s, u64 word, u64 tar
 // check_signatures compares every peer's signature with this call's.
 // Thread p, which acquired peer p's stage, reads the peer's words in
 // 16-byte loads issued together: one NVLink round trip, not one per word.
-__device__ __noinline__ bool check_signatures(const Args& a, State& s) {
+__device__ bool check_signatures(const Args& a, State& s) {
   const u32 t = threadIdx.x;
   if (t < kWorld && t != a.rank) {
     u64 mine[DC_SIG_WORDS], theirs[DC_SIG_WORDS];
