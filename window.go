@@ -13,8 +13,12 @@ import (
 // windows, 16-byte aligned, reads and writes the ranks' buffers where they
 // are, with no copy through the communicator's staging (a two-shot:
 // (W-1)/W of the message read and written over the links by each rank,
-// against twice that for the unregistered path). The bits are the same as
-// without windows: the tree is the same.
+// against twice that for the unregistered path). A reduce-scatter in
+// windows (its output a multiple of 16 bytes) reads its part of every
+// rank's input where it lies and writes only its own output. Calls below
+// the small-call threshold, all-gathers and broadcasts take the
+// unregistered path, windows or not. The bits are the same as without
+// windows: the tree is the same.
 //
 // Every rank must register its windows, and pass windows' memory to the
 // same calls: a call whose buffers lie in windows on some ranks and not on
@@ -38,11 +42,15 @@ type windowBackend interface {
 // RegisterDevice registers size bytes of this rank's device memory at buf
 // as a Window. It is collective: every rank registers one window of its
 // own (sizes may differ), and every rank registers and deregisters its
-// windows in the same order. The memory must be cuMemAlloc's (what
-// PyTorch's caching allocator hands out); memory that cannot be shared
-// over CUDA IPC (cuMemCreate's, say) fails with ErrUnavailable on every
-// rank, and calls on it take the unregistered path. Windows may not
-// overlap. A communicator holds at most 256 at once; Close gives them all
+// windows in the same order. A window lies in one allocation, of
+// cuMemAlloc (what PyTorch's caching allocator hands out; shared over
+// CUDA IPC) or of cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+// among its handle types (what NCCL's ncclMemAlloc hands out; shared as a
+// file descriptor over a Unix socket between the ranks of this host).
+// Memory that shares neither way (cuMemCreate's without that handle type,
+// a window across two allocations) fails with ErrUnavailable on every
+// rank, naming the rank and why, and calls on it take the unregistered
+// path. Windows may not overlap. A communicator holds at most 256 at once; Close gives them all
 // back.
 func (c *Comm) RegisterDevice(ctx context.Context, buf DevicePtr, size int) (*Window, error) {
 	if c.isClosed() {

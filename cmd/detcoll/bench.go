@@ -86,7 +86,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Warmup, "warmup", 20, "untimed samples per operation and size, >= 0")
 	fs.IntVar(&cfg.Iterations, "iterations", 100, "timed samples per operation and size, > 0")
 	fs.StringVar(&cfg.Reference, "reference", defaultRef, `what to compare with: "mpi" (Open MPI; cpu), "nccl" (cuda) or "none"; nccl by default on cuda, and on cpu mpi when this binary has it`)
-	fs.BoolVar(&cfg.Registered, "registered", false, "cuda: register detcoll's all-reduce buffers as windows (RegisterDevice), which takes the registered path above the LL threshold")
+	fs.BoolVar(&cfg.Registered, "registered", false, "cuda: register detcoll's all-reduce and reduce-scatter buffers as windows (RegisterDevice), which takes the registered path above the LL threshold")
 	fs.BoolVar(&cfg.NCCLDeterministic, "nccl-deterministic", false, "run NCCL with "+strings.Join(bench.NCCLDeterministicEnv, " "))
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the random inputs")
 	fs.StringVar(&cfg.Output, "output", "", "write the JSON report here (parent directories are created)")

@@ -87,6 +87,43 @@ func graphOps(m check.Memory, w int) ([]*graphOp, error) {
 	return ops, nil
 }
 
+// windowGraphOps are the graph test's calls on windows (win's memory is
+// registered with the communicator), above the LL threshold at W=2: the
+// registered path's all-reduce out of place and in place, and its
+// reduce-scatter (an output of whole 16-byte vectors). At W=1 they are
+// Alone's.
+func windowGraphOps(win check.Memory, w int) ([]*graphOp, error) {
+	var ops []*graphOp
+	for _, c := range []struct {
+		kind    string
+		dt      detcoll.DType
+		n       int
+		inPlace bool
+	}{
+		{"ar", detcoll.TypeBFloat16, 1200016, false},
+		{"ar", detcoll.TypeFloat32, 600004, true},
+		{"rs", detcoll.TypeFloat16, 600000, false},
+	} {
+		op := &graphOp{kind: c.kind, dt: c.dt, n: c.n}
+		inN := op.n
+		if op.kind == "rs" {
+			inN = w * op.n
+		}
+		var err error
+		if op.in, err = win.Alloc(inN*op.dt.Size(), 16); err != nil {
+			return nil, err
+		}
+		op.out = op.in
+		if !c.inPlace {
+			if op.out, err = win.Alloc(op.n*op.dt.Size(), 0); err != nil {
+				return nil, err
+			}
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
 // enqueue queues op on s, without waiting.
 func (op *graphOp) enqueue(c *detcoll.Comm, s detcoll.Stream) error {
 	in, out := op.in.(*devmem.Buffer).Ptr(), op.out.(*devmem.Buffer).Ptr()
@@ -134,10 +171,10 @@ func (op *graphOp) inputs(w, rank, call int) ([]byte, error) {
 	return bytes.Join(all, nil), nil
 }
 
-// graphRank captures 16 calls in a CUDA graph, replays it 5 times with new
-// inputs, with eager calls before each replay on the same stream, the last
-// rank delayed by a host sleep before it queues, and checks every output
-// against the reference.
+// graphRank captures 16 calls and 3 on windows (windowGraphOps) in a CUDA
+// graph, replays it 5 times with new inputs, with eager calls before each
+// replay on the same stream, the last rank delayed by a host sleep before
+// it queues, and checks every output against the reference.
 func graphRank(r *conformance.Rank) error {
 	// A blocking stream: the buffers' synchronous copies (legacy stream)
 	// are ordered with it.
@@ -153,6 +190,18 @@ func graphRank(r *conformance.Rank) error {
 	if err != nil {
 		return err
 	}
+	win := devmem.NewMemory(0)
+	win.Arena.ChunkSize = 32 << 20
+	win.Arena.OnChunk = func(p driver.DevicePtr, n int) error {
+		_, err := c.RegisterDevice(context.Background(), detcoll.DevicePtr(p), n)
+		return err // Close gives the window back, before the memory goes
+	}
+	defer win.Arena.Free()
+	regOps, err := windowGraphOps(win, w)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, regOps...)
 	exec, err := devmem.Capture(s, func() error {
 		for _, op := range ops {
 			if err := op.enqueue(c, st); err != nil {
@@ -204,6 +253,6 @@ func graphRank(r *conformance.Rank) error {
 			}
 		}
 	}
-	fmt.Printf("rank %d: 5 replays of 16 calls and 10 eager calls checked\n", rank)
+	fmt.Printf("rank %d: 5 replays of %d calls (%d on windows) and 10 eager calls checked\n", rank, len(ops), len(regOps))
 	return c.Close(context.Background())
 }

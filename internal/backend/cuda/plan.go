@@ -154,15 +154,39 @@ func (p planner) path(req *base.DeviceRequest, buffers, total int, registered bo
 		proto.Thresholds{LLMax: p.llMax, LLBuffers: maxWork})
 }
 
-// registration returns the regWords of an all-reduce's input and output
-// where both lie in windows, aligned (regOf); ok is false otherwise.
+// registration returns the regWords of a call's input and output where
+// its shape may take the registered path (registrable) and both lie in
+// windows, aligned (regOf); ok is false otherwise.
 func (p planner) registration(req *base.DeviceRequest) (reg [2]uint64, ok bool) {
-	if req.Op != base.OpAllReduce || p.world == 1 || len(p.windows) == 0 || len(req.In) != 1 || len(req.Out) != 1 {
+	if len(p.windows) == 0 || !p.registrable(req) {
 		return reg, false
 	}
 	in, okIn := regOf(p.windows, req.In[0])
 	out, okOut := regOf(p.windows, req.Out[0])
 	return [2]uint64{in, out}, okIn && okOut
+}
+
+// registrable reports whether req may take the registered path where its
+// buffers lie in windows: an all-reduce or a reduce-scatter of one buffer
+// at W > 1 (an all-gather stays on the staging path: proto.Registered
+// says why). A reduce-scatter's output, the part of every rank's input
+// that this rank reads, must be whole 16-byte vectors, so that every part
+// starts aligned where the buffers do (an all-reduce's shards are whole
+// lines by construction); its other sizes would leave the kernel's reads
+// of the peers' memory scalar. The shape is the same on every rank, so
+// the ranks differ in the path only where their buffers do, which the
+// signature catches.
+func (p planner) registrable(req *base.DeviceRequest) bool {
+	if p.world == 1 || len(req.In) != 1 || len(req.Out) != 1 {
+		return false
+	}
+	switch req.Op {
+	case base.OpAllReduce:
+		return true
+	case base.OpReduceScatter, base.OpReduceScatterMany:
+		return req.Out[0].Len%16 == 0
+	}
+	return false
 }
 
 // plan returns the launches of req, in stream order: its path's schedule

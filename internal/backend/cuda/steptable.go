@@ -47,6 +47,7 @@ const (
 	opReducePushScatter // sum this rank's part into the output
 	opGatherPushed      // copy the peers' sums from this rank's staging into the output
 	opReduceReg         // registered: sum this rank's part of every rank's input into every rank's output
+	opReduceRegScatter  // registered reduce-scatter: sum this rank's part of every rank's input into its output
 
 	// The two paths that are one launch by design, the first entry of
 	// their tables: the entry after it names the launch's compute.
@@ -89,6 +90,7 @@ var stepOpDocs = [numStepOps]struct{ name, doc string }{
 	opReducePushScatter: {"REDUCE_PUSH_SCATTER", "sum this rank's part into the output"},
 	opGatherPushed:      {"GATHER_PUSHED", "copy the peers' sums into the output"},
 	opReduceReg:         {"REDUCE_REG", "registered: sum this rank's part of every rank's input into every rank's output"},
+	opReduceRegScatter:  {"REDUCE_REG_SCATTER", "registered reduce-scatter: sum this rank's part of every rank's input into its output"},
 	opLL:                {"LL", "the call by the LL protocol; the next entry is its compute"},
 	opAlone:             {"ALONE", "W=1: from the input; the next entry is its compute"},
 }
@@ -188,6 +190,11 @@ func stepOpOf(path proto.Path, k kind, s proto.Step) stepOp {
 			ops = dataOps[0]
 		}
 		o, ok = ops[s.Action]
+		if o == opReduceReg && k == kindReduceScatter {
+			// The registered path's one schedule, two sums: a
+			// reduce-scatter's go into its own output alone.
+			o = opReduceRegScatter
+		}
 	}
 	if !ok {
 		panic(fmt.Sprintf("cuda: path %v: no primitive carries %v", path, s))

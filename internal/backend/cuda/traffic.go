@@ -44,13 +44,17 @@ func CallTraffic(req *base.DeviceRequest, rank, world int, registered bool) (Tra
 //	push       2n + e       2s + e       0          2e
 //	registered s            s            e          e
 //
-// and a reduce-scatter on the push-scatter path 2n, 2s, 0, e. llTraffic
-// and oneShot have the other operations. registered says the buffers lie
-// in windows (planner.registration).
+// and a reduce-scatter (n its whole input, s its output) on the
+// push-scatter path 2n, 2s, 0, e, on the registered path s, s, e, 0: its
+// own part of its own input and of each peer's read where it lies, the
+// sums written into its own output only. llTraffic and oneShot have the
+// other operations. registered says the buffers lie in windows, aligned
+// (planner.registration without the addresses: the call's shape must
+// still allow it, planner.registrable).
 func (p planner) traffic(req *base.DeviceRequest, registered bool) Traffic {
 	sizes := req.InputSizes()
 	_, total := base.StagingLayout(sizes)
-	path := p.path(req, len(sizes), total, registered)
+	path := p.path(req, len(sizes), total, registered && p.registrable(req))
 	t := Traffic{Path: path.String()}
 	w := int64(p.world)
 	for _, size := range sizes {
@@ -81,8 +85,12 @@ func (p planner) traffic(req *base.DeviceRequest, registered bool) Traffic {
 			t.add(n+n, s+s, 0, e)
 		case proto.Registered:
 			// Read this rank's part of every rank's input, write the sums
-			// into every rank's output.
-			t.add(s, s, e, e)
+			// into every rank's output (a reduce-scatter: its own).
+			if kindOf(req.Op) == kindReduceScatter {
+				t.add(s, s, e, 0)
+			} else {
+				t.add(s, s, e, e)
+			}
 		}
 	}
 	return t

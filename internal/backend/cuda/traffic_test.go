@@ -46,7 +46,19 @@ func TestTraffic(t *testing.T) {
 		{"registered all-reduce", 1, 4, req(base.OpAllReduce, 4*M, 4*M, 0), true, Traffic{"registered", M, M, 3 * M, 3 * M}},
 		// Below the LL threshold a registered call is an LL call.
 		{"registered small", 0, 2, req(base.OpAllReduce, 1024, 1024, 0), true, Traffic{"ll", 1024 + 2048, 1024, 0, 2048}},
-		{"registered reduce-scatter", 1, 2, req(base.OpReduceScatter, M, M/2, 0), true, Traffic{"push-scatter", 2 * M, M, 0, M / 2}},
+		// A registered reduce-scatter: its half of its own input and of
+		// the peer's read in place, the sums into its own output only.
+		{"registered reduce-scatter", 1, 2, req(base.OpReduceScatter, M, M/2, 0), true, Traffic{"registered", M / 2, M / 2, M / 2, 0}},
+		// W=4, 4 MiB in, 1 MiB out: its quarter of its input (1 MiB) and
+		// of each of 3 peers' (3 MiB) read, 1 MiB written here.
+		{"registered reduce-scatter W=4", 2, 4, req(base.OpReduceScatter, 4*M, M, 0), true, Traffic{"registered", M, M, 3 * M, 0}},
+		// An output of M+8 bytes is no whole number of vectors: the push
+		// path, 2n read, 2s written, the 3 peers' parts pushed.
+		{"registered reduce-scatter, odd part", 0, 4, req(base.OpReduceScatter, 4*M+32, M+8, 0), true,
+			Traffic{"push-scatter", 2 * (4*M + 32), 2 * (M + 8), 0, 3 * (M + 8)}},
+		{"registered reduce-scatter, small", 0, 2, req(base.OpReduceScatter, 4096, 2048, 0), true, Traffic{"ll", 4096 + 2*2048, 2048, 0, 2 * 2048}},
+		// An all-gather in windows stays on the staging path.
+		{"registered all-gather", 0, 2, req(base.OpAllGather, M, 2*M, 0), true, Traffic{"one-shot", 2 * M, M + 2*M, M, 0}},
 	} {
 		if got := testPlanner(tc.rank, tc.world).traffic(tc.req, tc.registered); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)

@@ -9,7 +9,7 @@
 // primitives that the kernel executes in order (its steptable.go), and
 // writes this package's phases, status-word layout and
 // signature size into the kernels' generated header (kernels/proto.h). The
-// GPU-only paths (LL, Push, PushScatter, Alone) and words (Sent1, Sent2) are
+// GPU-only paths (LL, Push, PushScatter, Alone, Registered) and words (Sent1, Sent2) are
 // described here too, so that every path of the protocol has one written
 // schedule.
 //

@@ -25,9 +25,10 @@ type PathFacts struct {
 	Total   int // the staging all inputs take together (base.StagingLayout)
 	// Registered: the call's input and output lie in memory every rank
 	// registered with the communicator (GPUKernels: windows its peers
-	// map), aligned for 16-byte vectors. It is the one fact a rank knows
-	// of itself alone; it is in the signature (base.Signature.Registered),
-	// so ranks that differ in it fail the call with a mismatch.
+	// map), aligned for 16-byte vectors (a reduce-scatter's every part
+	// too). It is the one fact a rank knows of itself alone; it is in the
+	// signature (base.Signature.Registered), so ranks that differ in it
+	// fail the call with a mismatch.
 	Registered bool
 }
 
@@ -44,6 +45,7 @@ type Thresholds struct {
 // same bits (contract section 6); the choice is speed only.
 func ChoosePath(e Engine, f PathFacts, t Thresholds) Path {
 	allReduce := f.Op == base.OpAllReduce || f.Op == base.OpAllReduceStaged
+	scatter := f.Op == base.OpReduceScatter || f.Op == base.OpReduceScatterMany
 	if e == SharedMemory {
 		switch {
 		case f.World == 1:
@@ -61,11 +63,13 @@ func ChoosePath(e Engine, f PathFacts, t Thresholds) Path {
 		return Alone
 	case f.Buffers <= t.LLBuffers && f.Total <= t.LLMax:
 		return LL
-	case f.Op == base.OpAllReduce && f.Registered:
+	case f.Registered && (f.Op == base.OpAllReduce || (scatter && f.Buffers == 1)):
+		// An all-gather in windows stays on the staging path: see
+		// Registered.
 		return Registered
 	case f.Op == base.OpAllReduce:
 		return Push
-	case (f.Op == base.OpReduceScatter || f.Op == base.OpReduceScatterMany) && f.Buffers == 1:
+	case scatter && f.Buffers == 1:
 		return PushScatter
 	case allReduce:
 		// A staged input is in the staging already: reduce-scatter it

@@ -46,14 +46,27 @@ const (
 	// call's input is its staging), in one pass, and releases. The tree
 	// over one leaf is the leaf, NaN canonical.
 	Alone
-	// Registered: a large all-reduce whose buffers every rank registered
-	// (a two-shot with no staging). Each rank signs and publishes; once
-	// every peer's stage is in, it sums its part of every rank's input,
-	// read where it lies, and writes the sums into every rank's output,
+	// Registered: a large all-reduce, or reduce-scatter of one buffer,
+	// whose input and output every rank registered: no staging. Each
+	// rank signs and publishes; once every peer's stage is in, it sums
+	// its part of every rank's input, read where it lies, and writes the
+	// sums into every rank's output (an all-reduce: a two-shot) or into
+	// its own output alone (a reduce-scatter: its part is its output),
 	// then pushes Sent2: the writer has finished reading the receiver's
-	// input and its sums are in the receiver's output. No copy in, no
-	// copy out: each rank reads and writes (W-1)/W of the message over
-	// the links, each way once.
+	// input (and, an all-reduce, its sums are in the receiver's output).
+	// No copy in, no copy out: each rank reads (W-1)/W of the message
+	// over the links, and an all-reduce writes as much back.
+	//
+	// An all-gather does not take it. Read in place, it would save only
+	// the staging path's copy in (n bytes read and n written in this
+	// rank's memory) and pay with a word round and a launch more: the
+	// staging path leaves its last round, Done, to the next call's
+	// reserve, while a call on the caller's buffers must wait in the
+	// call until every peer has read them. Reading the peers' inputs and
+	// writing them into every peer's output need the same rounds (the
+	// meet, then one word: "read your input" or "wrote your output").
+	// Below a few megabytes per rank the round costs more than the copy
+	// (docs/perf-levers.md, lever 2).
 	Registered
 	numPaths
 )
@@ -109,7 +122,7 @@ const (
 	// which the peers pushed into its staging, into the output and every
 	// peer's staging (Push; PushScatter: into the output alone), or its
 	// part of every rank's input, where it lies, into every rank's output
-	// (Registered).
+	// (Registered; a reduce-scatter: into its own output alone).
 	ReduceShard
 	// Gather: copy every rank's reduced shard into the output (TwoPhase;
 	// Push: from this rank's own staging, where the peers pushed them).
@@ -196,10 +209,22 @@ func init() {
 	pushFront := []Step{reserve, sign, publishSt, copyIn, {Action: Publish, Word: Sent1}, {Action: Await, Word: Sent1, Phase: PhaseReady}, check, {Action: ReduceShard}}
 	schedules[Push][0] = cat(pushFront, []Step{{Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, {Action: Gather}, release})
 	schedules[PushScatter][0] = cat(pushFront, []Step{release})
-	// The reserve keeps the signature slot until every peer has checked
-	// it for the call before; the meet is the staging path's, with no
-	// copy in; Sent2 ends the reads of this rank's input and the writes
-	// into its output.
+	// Registered, all-reduce and reduce-scatter alike. The reserve keeps
+	// the signature slot (and the buffers published with it) until every
+	// peer has checked it for the call before, whatever that call's path;
+	// the meet is the staging path's, with no copy in. Sent2 ends the
+	// peers' reads of this rank's input (and an all-reduce's writes into
+	// its output): the call ends only once every peer's Sent2 is in,
+	// since the caller may reuse its input then. That round cannot be
+	// left to the next call's reserve, as the staging paths leave Done,
+	// because the buffers are the caller's; and Done cannot carry it
+	// (publish done, then await done>=seq, as Close does): a wait after
+	// a publish starts a launch of its own (Launches), and the GPU
+	// kernels count every launch's seq from their own Done, so Done is
+	// every call's last step. A reduce-scatter writes into no peer's
+	// memory, but its peers read its input in place: it needs the Sent2
+	// round just as much, so the two operations share the least
+	// schedule that is correct for either.
 	schedules[Registered][0] = cat([]Step{reserve}, meet, []Step{{Action: ReduceShard}, {Action: Publish, Word: Sent2}, {Action: Await, Word: Sent2, Phase: PhaseReduced}, release})
 	schedules[ReserveOnly][0] = reserveOnly
 	schedules[Alone][0] = []Step{compute, release}

@@ -20,7 +20,7 @@ import (
 // reaches only by luck, and check what every rank then reports.
 //
 //	job world=W                         a new job
-//	call ranks=0,1 path=P [staged] [count=N] [op=O]   each rank starts its next call
+//	call ranks=0,1 path=P [staged] [count=N] [op=O] [registered]   each rank starts its next call
 //	run [ranks=0,2] [steps=N]           advance the ranks round-robin until each waits or ends
 //	kill rank=R                         R stops for good (its words stay as they are)
 //	tell ranks=0,1 failure=F            the rendezvous reports F (kind:culprit[:text]) to them
@@ -173,6 +173,11 @@ func TestSim(t *testing.T) {
 				if p == Closing {
 					op = base.OpClose
 				}
+				if d.HasArg("op") {
+					var name string
+					d.ScanArgs(t, "op", &name)
+					op = parseOp(t, name)
+				}
 				for _, r := range ranksArg(t, d, j) {
 					k := j.ranks[r]
 					k.seq = k.last + 1
@@ -180,7 +185,7 @@ func TestSim(t *testing.T) {
 						t.Fatalf("%s: rank %d is still in its call", d.Pos, r)
 					}
 					k.steps, k.at, k.result, k.expired = Schedule(p, d.HasArg("staged")), 0, "", false
-					k.sig = base.Signature{Op: op, DType: 3, Count: count, Buffers: 1}
+					k.sig = base.Signature{Op: op, DType: 3, Count: count, Buffers: 1, Registered: d.HasArg("registered")}
 					if k.own != nil { // a poisoned communicator runs nothing
 						k.result = "failed: " + fmt.Sprint(k.own.Err())
 					}

@@ -20,8 +20,9 @@ const (
 	// Sent1 and Sent2 are pushed, not read across: each rank writes them
 	// into every receiver's control block (Push, PushScatter, Registered).
 	// Sent1 says the writer's parts of its input are in the receiver's
-	// staging, Sent2 that its reduced part is (Registered: in the
-	// receiver's output, and the writer has read the receiver's input).
+	// staging, Sent2 that its reduced part is (Registered: the writer
+	// has read the receiver's input, and an all-reduce's sums are in the
+	// receiver's output).
 	Sent1
 	Sent2
 	numWords

@@ -10,12 +10,14 @@ import (
 // Windows (ncclCommWindowRegister, NCCL 2.27): memory every rank registers
 // with a communicator, collectively. The real NCCL registers it first, for
 // its own kernels; then detcoll registers it too (detcoll.Comm's
-// RegisterDevice), so that a served all-reduce whose buffers lie in
-// windows takes detcoll's registered path, with no copy through its
-// staging. Where detcoll cannot (memory of cuMemCreate, which ncclMemAlloc
-// hands out, does not share over CUDA IPC; a communicator not served; a
-// registration inside a group), the window is NCCL's alone and detcoll's
-// calls take their unregistered path: the same bits, more copies.
+// RegisterDevice), so that a served all-reduce or reduce-scatter whose
+// buffers lie in windows takes detcoll's registered path, with no copy
+// through its staging. The cuMemCreate memory that ncclMemAlloc hands
+// out registers too: it shares as a POSIX file descriptor, which NCCL
+// asks for when it creates it. Where detcoll cannot (memory that shares
+// neither over CUDA IPC nor so; a communicator not served; a registration
+// inside a group), the window is NCCL's alone and detcoll's calls take
+// their unregistered path: the same bits, more copies.
 //
 // ncclCommRegister is not taken: each rank registers on its own there, in
 // an order no peer knows, and detcoll's registered path needs every rank's

@@ -49,8 +49,9 @@ type Config struct {
 	// NCCLDeterministic runs NCCL with NCCLDeterministicEnv; only with
 	// the nccl reference.
 	NCCLDeterministic bool
-	// Registered registers detcoll's all-reduce buffers as windows
-	// (detcoll.Comm.RegisterDevice): the registered path; cuda only.
+	// Registered registers detcoll's all-reduce and reduce-scatter
+	// buffers as windows (detcoll.Comm.RegisterDevice): the registered
+	// path; cuda only.
 	Registered bool
 	// Args are the arguments that make this program run one rank of the
 	// same benchmark ("bench" and its flags, for detcoll), for the ranks

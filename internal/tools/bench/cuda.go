@@ -26,9 +26,10 @@ type CUDA struct {
 	// RanksPerGPU): set by shareGPUs; "" and 1 when each has its own.
 	sharing string
 	perGPU  int
-	// registered registers every all-reduce's buffers as windows
-	// (Config.Registered); wins are the prepared call's, given back by
-	// Release.
+	// registered registers the buffers of every call that can take the
+	// registered path (all-reduce, reduce-scatter: registers) as windows
+	// (Config.Registered); wins are the prepared call's, given back
+	// before its buffers are freed (gpuSide.beforeFree).
 	registered bool
 	wins       []*detcoll.Window
 }
@@ -49,8 +50,13 @@ func NewCUDA(c *detcoll.Comm) (*CUDA, error) {
 		g.close()
 		return nil, fmt.Errorf("bench: detcoll side on GPU %d: %w", c.Device(), err)
 	}
-	return &CUDA{g: g, c: c, info: info}, nil
+	d := &CUDA{g: g, c: c, info: info}
+	g.beforeFree = d.deregister
+	return d, nil
 }
+
+// registers reports whether the buffers of op are registered as windows.
+func (d *CUDA) registers(op Op) bool { return d.registered && (op == AllReduce || op == ReduceScatter) }
 
 // Name is "detcoll".
 func (d *CUDA) Name() string { return "detcoll" }
@@ -75,14 +81,14 @@ func (d *CUDA) Describe(m *report.Meta) {
 			"its barrier is the cuda communicator's Barrier (a kernel on the legacy default stream, waited for); kernels compiled by NVRTC %s; libraries: %s",
 			d.info.NVRTC, d.info.Libs))
 	if d.registered {
-		m.Notes = append(m.Notes, "detcoll: every all-reduce's input and output registered as windows (Comm.RegisterDevice): the registered path above the LL threshold")
+		m.Notes = append(m.Notes, "detcoll: every all-reduce's and reduce-scatter's input and output registered as windows (Comm.RegisterDevice): the registered path above the LL threshold")
 	}
 }
 
 // Prepare allocates op's device buffers at s, copies the input in and
 // poisons the outputs.
 func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
-	if d.registered && op == AllReduce {
+	if d.registers(op) {
 		// Every rank allocates the same buffers in the same order, so
 		// each allocation is a window of the same row everywhere.
 		d.g.mem.OnChunk = func(p driver.DevicePtr, n int) error {
@@ -96,8 +102,7 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 	}
 	ins, outs, err := d.g.buffers(op, s, input)
 	if err != nil {
-		d.deregister()
-		return err
+		return err // buffers released them, the windows first
 	}
 	inLens, outLens := Parts(op, s)
 	dt, size, c := s.DType, s.DType.Size(), d.c
@@ -143,7 +148,7 @@ func (d *CUDA) Prepare(op Op, s Shape, input []byte) error {
 
 // Moves is what rank 0's kernels move for one call of op at s.
 func (d *CUDA) Moves(op Op, s Shape) (*report.Moves, error) {
-	return moves(op, s, d.registered && op == AllReduce)
+	return moves(op, s, d.registers(op))
 }
 
 // Barrier is the cuda communicator's Barrier.
@@ -153,13 +158,12 @@ func (d *CUDA) Barrier() error { return d.c.Barrier() }
 // ModeGraph.
 func (d *CUDA) Time(mode string) (time.Duration, error) { return d.g.time(mode) }
 
-// Release frees the prepared call's buffers and graph.
-func (d *CUDA) Release() {
-	d.deregister()
-	d.g.release()
-}
+// Release frees the prepared call's buffers and graph, its windows
+// given back first.
+func (d *CUDA) Release() { d.g.release() }
 
-// deregister gives back the prepared call's windows; the stream is idle.
+// deregister gives back the prepared call's windows; the stream is idle
+// and their memory not yet freed (gpuSide.beforeFree).
 func (d *CUDA) deregister() {
 	for _, w := range d.wins {
 		w.Deregister(context.Background())

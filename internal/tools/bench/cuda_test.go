@@ -70,3 +70,24 @@ func TestNewCUDARefusesHostComm(t *testing.T) {
 		t.Errorf("NewCUDA(cpu communicator) = %v, %v; want a refusal", d, err)
 	}
 }
+
+// TestReleaseGivesWindowsBackFirst: release runs beforeFree, where
+// detcoll's side gives back the windows on the prepared call's buffers,
+// while the call is still prepared (its buffers not yet freed): every
+// path that frees them goes through release (Release, a failed Prepare's
+// buffers, Close).
+func TestReleaseGivesWindowsBackFirst(t *testing.T) {
+	g := &gpuSide{}
+	calls := 0
+	g.beforeFree = func() {
+		calls++
+		if g.call == nil {
+			t.Errorf("beforeFree ran after the prepared call was released")
+		}
+	}
+	g.prepared(1024, func() error { return nil })
+	g.release()
+	if calls != 1 || g.call != nil {
+		t.Errorf("after release: beforeFree ran %d times, the call still prepared: %t; want once, false", calls, g.call != nil)
+	}
+}

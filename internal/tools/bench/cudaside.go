@@ -62,6 +62,11 @@ type gpuSide struct {
 	// call (detcoll: Comm.Synchronize; NCCL: the stream's).
 	wait func() error
 
+	// beforeFree, where set, runs in release before the buffers are
+	// freed: detcoll's side gives back the windows it registered on them
+	// (a window must not outlive its memory).
+	beforeFree func()
+
 	// Set by Prepare, cleared by release.
 	mem   devmem.Arena     // every allocation of the prepared call, one cuMemAlloc each
 	call  func() error     // queues the prepared call on s; nil when none
@@ -166,6 +171,9 @@ func (g *gpuSide) release() {
 	if g.graph != 0 {
 		g.graph.Destroy()
 		g.graph = 0
+	}
+	if g.beforeFree != nil {
+		g.beforeFree()
 	}
 	g.mem.Free()
 	g.call, g.bytes = nil, 0

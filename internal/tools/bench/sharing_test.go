@@ -33,6 +33,12 @@ func TestMoves(t *testing.T) {
 	if err != nil || m.Path != "registered" || m.PeerRead != 48<<20 || m.PeerWrite != 48<<20 || m.LocalRead != 16<<20 {
 		t.Errorf("registered 64 MiB all-reduce at W=4: %+v, %v", m, err)
 	}
+	// A registered reduce-scatter of 64 MiB in at W=4: its 16 MiB of its
+	// own input and 48 MiB of the peers' read in place, 16 MiB out.
+	m, err = moves(ReduceScatter, Shape{DType: num.Float32Type, Bytes: 64 << 20, World: 4}, true)
+	if err != nil || m.Path != "registered" || m.PeerRead != 48<<20 || m.PeerWrite != 0 || m.LocalRead != 16<<20 || m.LocalWrite != 16<<20 {
+		t.Errorf("registered 64 MiB reduce-scatter at W=4: %+v, %v", m, err)
+	}
 }
 
 // TestCommitOfAnotherRepository: run from another project's repository,

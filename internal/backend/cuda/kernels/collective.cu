@@ -20,7 +20,7 @@
 //   wait.h      bounded waits, the block's poller, the error record
 //   staging.h   the staging path: stage, then read the peers' stagings
 //   push.h      the push path: write parts to their reducers, sums back
-//   registered.h  the registered path: read parts in place, sums to every output
+//   registered.h  the registered path: read parts in place; sums to every output (all-reduce) or this rank's (reduce-scatter)
 //   ll.h        the LL protocol: a small call in one launch
 //   alone.h     W=1: the outputs straight from the inputs
 //   then this file.
@@ -229,9 +229,9 @@ __device__ void run_table(const Args& a, State& s, const u64 seq) {
           sync_block();
         }
         if (registered_path(op)) {
-          for (u32 p = t; p < kWorld; p += nt) reg_setup(a, s, p);
+          for (u32 p = t; p < kWorld; p += nt) reg_setup(a, s, p, op);
           sync_block();
-          reg_compute<K>(a, s, a.work[0]);
+          reg_compute<K>(a, s, a.work[0], op);
           break;
         }
         for (u32 k = 0; k < a.nwork; k++) {

@@ -71,8 +71,9 @@
 #define DC_S_REDUCE_PUSH_SCATTER 22  // sum this rank's part into the output
 #define DC_S_GATHER_PUSHED 23  // copy the peers' sums into the output
 #define DC_S_REDUCE_REG 24  // registered: sum this rank's part of every rank's input into every rank's output
-#define DC_S_LL 25  // the call by the LL protocol; the next entry is its compute
-#define DC_S_ALONE 26  // W=1: from the input; the next entry is its compute
+#define DC_S_REDUCE_REG_SCATTER 25  // registered reduce-scatter: sum this rank's part of every rank's input into its output
+#define DC_S_LL 26  // the call by the LL protocol; the next entry is its compute
+#define DC_S_ALONE 27  // W=1: from the input; the next entry is its compute
 
 // What a reducing launch computes (Args.calc, plan.go's calcOf; reduce.h).
 #define DC_CALC_NODE 3  // the operator at the tree's nodes: 0 (add), DC_CALC_MAX or DC_CALC_MIN
