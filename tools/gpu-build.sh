@@ -6,7 +6,8 @@
 #	tools/gpu-build.sh [--before REV] [TARGET...]
 #
 # TARGETs: detcoll, cuda.test (internal/backend/cuda), lib
-# (libdetcoll-nccl.so), aot (tools/aot), nccl.test; by default detcoll,
+# (libdetcoll-nccl.so), aot (tools/aot), nccl.test, driver.test
+# (internal/binding/driver); by default detcoll,
 # cuda.test, lib and aot. --before REV also builds REV's detcoll and
 # cuda.test (those of the TARGETs) into .gpuz/before, for a before/after
 # in one device call. The carry holds 64 MiB with the tracked tree: the
@@ -37,6 +38,7 @@ build() {
 		detcoll) go build "${flags[@]}" -o "$out/detcoll" ./cmd/detcoll ;;
 		cuda.test) go test -c "${flags[@]}" -o "$out/cuda.test" ./internal/backend/cuda ;;
 		nccl.test) go test -c "${flags[@]}" -o "$out/nccl.test" ./nccl ;;
+		driver.test) go test -c "${flags[@]}" -o "$out/driver.test" ./internal/binding/driver ;;
 		aot) go build "${flags[@]}" -o "$out/aot" ./tools/aot ;;
 		lib)
 			go build "${flags[@]}" -buildmode=c-shared -o "$out/libdetcoll-nccl.so" ./cmd/libdetcoll-nccl

@@ -13,10 +13,14 @@ import (
 
 // Windows: device memory that every rank registers with the communicator
 // (Register, collectively, like NCCL's ncclCommWindowRegister) and its
-// peers map over CUDA IPC. An all-reduce whose input and output lie in
-// windows takes proto.Registered: each rank reads its part of every
-// rank's input where it lies and writes the sums into every rank's
-// output, with no staging (kernels/registered.h).
+// peers map: cuMemAlloc memory over CUDA IPC, cuMemCreate memory (NCCL's
+// ncclMemAlloc) as a file descriptor passed over a Unix socket
+// (winshare.go). An all-reduce or a reduce-scatter whose input and
+// output lie in windows takes proto.Registered: each rank reads its part
+// of every rank's input where it lies and writes the sums into every
+// rank's output (a reduce-scatter: into its own), with no staging
+// (kernels/registered.h). An all-gather does not (proto.Registered says
+// why).
 //
 // The kernels find a peer's buffer in two steps: the peer publishes, with
 // its signature, its input and output as regWords (the window's row and
@@ -64,10 +68,12 @@ func regOf(ws []regWindow, b base.DeviceBuf) (uint64, bool) {
 
 // windows is a communicator's registered memory. Guarded by Comm.mu.
 type windows struct {
-	table  driver.DevicePtr     // maxWindows rows of world addresses, allocated at the first window
-	opened [][]driver.DevicePtr // by row: what IPCOpenMemHandle returned, to close; nil where free
-	used   []bool               // by row
-	calls  int                  // Register and Deregister calls so far: they name the rendezvous keys
+	table  driver.DevicePtr // maxWindows rows of world addresses, allocated at the first window
+	opened [][]peerMap      // by row: the peers' allocations as mapped here, to undo; nil where free
+	used   []bool           // by row
+	// calls counts Register and Deregister calls so far: they name the
+	// rendezvous keys and the sockets of registrations.
+	calls int
 }
 
 // freeRow is the lowest row no window holds, or -1.
@@ -80,17 +86,17 @@ func (ws *windows) freeRow() int {
 	return -1
 }
 
-// windowMsg is what each rank tells the others of a window: whether it
-// could export it, its IPC handle, the window's offset in its allocation,
-// and the row it takes.
-const windowMsgLen = 1 + 64 + 8 + 8
-
 // Register makes [addr, addr+size) of this rank's device memory a window
 // of the communicator and returns its row. It is collective: every rank
-// registers its own window, in the same order (sizes may differ). It
-// fails on every rank alike where a rank's memory cannot be shared over
-// CUDA IPC (memory of cuMemCreate, say: errors.Is ErrUnavailable), and
-// with ErrInvalid where the ranks' windows take different rows.
+// registers its own window, in the same order (sizes may differ). The
+// window must lie in one allocation: of cuMemAlloc, shared over CUDA IPC,
+// or of cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR among
+// its handle types (as ncclMemAlloc makes it), shared as a file
+// descriptor over a Unix socket, which needs every rank on this host. It
+// fails on every rank alike where a rank's window cannot be shared or
+// mapped (errors.Is ErrUnavailable, naming the rank and why), and with
+// ErrInvalid where the ranks' windows take different rows. Every wait on
+// a peer is bounded by ctx and the communicator's timeout.
 func (c *Comm) Register(ctx context.Context, addr uint64, size int) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -115,7 +121,6 @@ func (c *Comm) Register(ctx context.Context, addr uint64, size int) (int, error)
 		return 0, base.Invalidf("register: %d windows already, the most a communicator holds", maxWindows)
 	}
 	ws.calls++
-	key := fmt.Sprintf("cuda/window/%d", ws.calls)
 	if err := c.current(); err != nil {
 		runtime.UnlockOSThread()
 		return 0, err
@@ -123,17 +128,17 @@ func (c *Comm) Register(ctx context.Context, addr uint64, size int) (int, error)
 	defer runtime.UnlockOSThread()
 	mapped := make([]driver.DevicePtr, c.world)
 	mapped[c.rank] = driver.DevicePtr(addr)
-	var opened []driver.DevicePtr
+	var opened []peerMap
 	if c.world > 1 {
 		var err error
-		if opened, err = c.mapWindow(ctx, key, addr, size, row, mapped); err != nil {
+		if opened, err = c.mapWindow(ctx, ws.calls, addr, size, row, mapped); err != nil {
 			return 0, err
 		}
 	}
 	if ws.table == 0 {
 		t, err := driver.MemAlloc(maxWindows * c.world * 8)
 		if err != nil {
-			closeAll(opened)
+			unmapAll(opened)
 			return 0, fmt.Errorf("register: the windows' table: %w", err)
 		}
 		ws.table = t
@@ -144,7 +149,7 @@ func (c *Comm) Register(ctx context.Context, addr uint64, size int) (int, error)
 	}
 	// No kernel reads a free row: queued calls name the rows they use.
 	if err := driver.MemcpyHtoD(ws.table+driver.DevicePtr(row*c.world*8), rowBytes); err != nil {
-		closeAll(opened)
+		unmapAll(opened)
 		return 0, fmt.Errorf("register: write row %d of the windows' table: %w", row, err)
 	}
 	for len(ws.used) <= row {
@@ -156,54 +161,58 @@ func (c *Comm) Register(ctx context.Context, addr uint64, size int) (int, error)
 	return row, nil
 }
 
-// mapWindow exchanges this rank's window with its peers and opens
-// theirs into mapped. A second exchange tells every rank that every rank
-// opened every window, so that all keep it or none does.
-func (c *Comm) mapWindow(ctx context.Context, key string, addr uint64, size, row int, mapped []driver.DevicePtr) ([]driver.DevicePtr, error) {
-	msg := make([]byte, windowMsgLen)
-	binary.LittleEndian.PutUint64(msg[73:], uint64(row))
-	why := ""
-	if base0, _, err := driver.PointerRange(driver.DevicePtr(addr)); err != nil {
-		why = err.Error()
-	} else if h, err := driver.IPCGetMemHandle(base0); err != nil {
-		why = err.Error()
-	} else {
-		msg[0] = 1
-		copy(msg[1:65], h[:])
-		binary.LittleEndian.PutUint64(msg[65:], addr-uint64(base0))
+// mapWindow exchanges this rank's window with its peers, in the
+// registration call, and maps theirs into mapped. It returns the
+// mappings, to undo at Deregister. A second exchange tells every rank
+// that every rank mapped every window, so that all keep it or none does;
+// only then does this rank stop serving its descriptor, if it has one.
+func (c *Comm) mapWindow(ctx context.Context, call int, addr uint64, size, row int, mapped []driver.DevicePtr) ([]peerMap, error) {
+	key := fmt.Sprintf("cuda/window/%d", call)
+	msg, fd := c.exportWindow(addr, size, row)
+	if fd >= 0 {
+		// Deferred first, so closed last: after the server stopped.
+		defer closeFD(fd)
+		// The peers ask once they have the message: listen before it goes.
+		srv, err := listenFD(c.windowSocket(call, c.rank), fd, msg.token, c.world-1, c.timeout)
+		if err != nil {
+			msg = windowMsg{row: row, why: fmt.Sprintf("serve the descriptor of its cuMemCreate allocation: %v", err)}
+		} else {
+			defer srv.Close()
+		}
 	}
-	all, err := c.rdv.AllGather(ctx, key, append(msg, why...))
+	all, err := c.rdv.AllGather(ctx, key, msg.encode())
 	if err != nil {
 		return nil, fmt.Errorf("register: exchange the windows: %w", err)
 	}
+	msgs := make([]windowMsg, len(all))
 	for p, v := range all {
-		if len(v) < windowMsgLen {
-			return nil, base.Invalidf("register: rank %d sent %d bytes", p, len(v))
+		m, err := decodeWindowMsg(v)
+		if err != nil {
+			return nil, base.Invalidf("register: rank %d sent %v", p, err)
 		}
-		if r := int(binary.LittleEndian.Uint64(v[73:])); r != row {
-			return nil, base.Invalidf("register: rank %d's window takes row %d, rank %d's row %d: every rank must register and deregister its windows in the same order", p, r, c.rank, row)
+		if m.row != row {
+			return nil, base.Invalidf("register: rank %d's window takes row %d, rank %d's row %d: every rank must register and deregister its windows in the same order", p, m.row, c.rank, row)
+		}
+		msgs[p] = m
+	}
+	for p, m := range msgs {
+		if m.kind == windowNone {
+			return nil, fmt.Errorf("%w: register: rank %d cannot share its window: %s", base.ErrUnavailable, p, m.why)
 		}
 	}
-	for p, v := range all {
-		if v[0] != 1 {
-			return nil, fmt.Errorf("%w: register: rank %d cannot share its window over CUDA IPC: %s", base.ErrUnavailable, p, v[windowMsgLen:])
-		}
-	}
-	var opened []driver.DevicePtr
+	var opened []peerMap
 	var openErr error
-	for p, v := range all {
+	for p, m := range msgs {
 		if p == c.rank {
 			continue
 		}
-		var h driver.IPCMemHandle
-		copy(h[:], v[1:65])
-		ptr, err := driver.IPCOpenMemHandle(h)
+		pm, ptr, err := c.importWindow(ctx, call, p, m)
 		if err != nil {
 			openErr = fmt.Errorf("map rank %d's window: %w", p, err)
 			break
 		}
-		opened = append(opened, ptr)
-		mapped[p] = ptr + driver.DevicePtr(binary.LittleEndian.Uint64(v[65:73]))
+		opened = append(opened, pm)
+		mapped[p] = ptr
 	}
 	ok := []byte{1}
 	if openErr != nil {
@@ -219,7 +228,7 @@ func (c *Comm) mapWindow(ctx context.Context, key string, addr uint64, size, row
 		}
 	}
 	if err != nil {
-		closeAll(opened)
+		unmapAll(opened)
 		return nil, err
 	}
 	return opened, nil
@@ -228,7 +237,8 @@ func (c *Comm) mapWindow(ctx context.Context, key string, addr uint64, size, row
 // Deregister gives back the window of row. It is collective, in the
 // order of the registrations' rows as Register requires, and no call
 // that uses the window may still be queued or running (as for NCCL's
-// ncclCommWindowDeregister): the peers' mappings close.
+// ncclCommWindowDeregister): this rank's mappings of the peers' windows
+// go (closed, or unmapped and their addresses freed).
 func (c *Comm) Deregister(ctx context.Context, row int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -253,7 +263,7 @@ func (c *Comm) Deregister(ctx context.Context, row int) error {
 	if cerr := c.current(); cerr != nil {
 		err = errors.Join(err, cerr)
 	} else {
-		closeAll(ws.opened[row])
+		unmapAll(ws.opened[row])
 	}
 	runtime.UnlockOSThread()
 	ws.used[row], ws.opened[row] = false, nil
@@ -270,17 +280,11 @@ func (c *Comm) Deregister(ctx context.Context, row int) error {
 // (Close).
 func (c *Comm) releaseWindows() {
 	for _, o := range c.wins.opened {
-		closeAll(o)
+		unmapAll(o)
 	}
 	if c.wins.table != 0 {
 		driver.MemFree(c.wins.table)
 	}
 	c.wins = windows{}
 	c.plan.windows = nil
-}
-
-func closeAll(ptrs []driver.DevicePtr) {
-	for _, p := range ptrs {
-		driver.IPCCloseMemHandle(p)
-	}
 }

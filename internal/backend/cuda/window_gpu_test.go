@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-
+	"os"
 	"testing"
+	"time"
 
 	"github.com/detcoll/detcoll"
 	"github.com/detcoll/detcoll/internal/binding/driver"
@@ -18,9 +18,36 @@ import (
 
 var windowCase = conformance.Case{Name: "DeviceWindows", DeviceWorlds: []int{2, 3, 4, 8}, Limit: 4 * time.Minute, Rank: windowRank}
 
-// TestDeviceWindowsGPU: all-reduces whose buffers lie in registered
-// windows (the registered path) against the reference, at W=2, 3, 4 and 8.
+// TestDeviceWindowsGPU: all-reduces and reduce-scatters whose buffers lie
+// in registered windows (the registered path) against the reference, at
+// W=2, 3, 4 and 8.
+// The windows are cuMemAlloc memory, shared over CUDA IPC.
 func TestDeviceWindowsGPU(t *testing.T) { conformance.RunCase(t, backend, &windowCase) }
+
+// TestDeviceWindowsCuMemGPU is TestDeviceWindowsGPU with windows of
+// cuMemCreate memory, as NCCL's ncclMemAlloc makes it, shared as file
+// descriptors (window_cumem_gpu_test.go); then it checks the failures
+// such windows can meet, and that many registrations leak nothing.
+func TestDeviceWindowsCuMemGPU(t *testing.T) {
+	t.Setenv(windowMemoryEnv, "cumem") // the ranks inherit it
+	conformance.RunCase(t, backend, &windowCase)
+}
+
+// windowMemoryEnv chooses the memory of windowRank's windows:
+// "cumem" for cuMemCreate memory, else cuMemAlloc memory.
+const windowMemoryEnv = "DETCOLL_TEST_WINDOW_MEMORY"
+
+// windowMemory is where windowRank's buffers lie: Alloc carves them out
+// of windows, registering a window where none has room.
+type windowMemory interface {
+	Alloc(n, off int) (check.Buffer, error)
+	Reset()
+}
+
+// ptrOf is the device address of a buffer of a windowMemory.
+func ptrOf(b check.Buffer) detcoll.DevicePtr {
+	return b.(interface{ Ptr() detcoll.DevicePtr }).Ptr()
+}
 
 // windowCall is one all-reduce of the windows test.
 type windowCall struct {
@@ -53,10 +80,13 @@ func windowCalls(rank int) []windowCall {
 }
 
 // windowRank registers a 160 MiB window (each rank its own), runs
-// windowCalls with their buffers in it, five rounds with new inputs, and
-// checks every output and its guards against the reference; then it calls
-// with its buffers registered on rank 0 only and expects a mismatch on
-// every rank.
+// windowCalls and scatterCalls with their buffers in it, five rounds with
+// new inputs, and checks every output and its guards against the
+// reference; then it calls with its buffers registered on rank 0 only and
+// expects a mismatch on every rank: a reduce-scatter on a second
+// communicator (scatterMismatch), then an all-reduce. Under
+// windowMemoryEnv=cumem the window is cuMemCreate memory, and
+// cuMemRank's checks come before the mismatch.
 func windowRank(r *conformance.Rank) error {
 	g, err := openRank(r)
 	if err != nil {
@@ -66,15 +96,29 @@ func windowRank(r *conformance.Rank) error {
 	c, w, rank := g.c, r.World, r.Rank
 	ctx := context.Background()
 	var wins []*detcoll.Window
-	reg := devmem.NewMemory(0)
-	reg.Arena.ChunkSize = 160 << 20
-	reg.Arena.OnChunk = func(p driver.DevicePtr, n int) error {
+	register := func(p driver.DevicePtr, n int) error {
 		win, err := c.RegisterDevice(ctx, detcoll.DevicePtr(p), n)
 		wins = append(wins, win)
 		return err
 	}
-	defer reg.Arena.Free()
-	checked := 0
+	const windowSize = 160 << 20
+	cumem := os.Getenv(windowMemoryEnv) == "cumem"
+	var reg windowMemory
+	if cumem {
+		m, err := newCuMemWindow(c, windowSize, register)
+		if err != nil {
+			return err
+		}
+		defer m.Free()
+		reg = m
+	} else {
+		m := devmem.NewMemory(0)
+		m.Arena.ChunkSize = windowSize
+		m.Arena.OnChunk = register
+		defer m.Arena.Free()
+		reg = m
+	}
+	checked, scattered := 0, 0
 	for round := range 5 {
 		reg.Reset()
 		for i, call := range windowCalls(rank) {
@@ -101,7 +145,7 @@ func windowRank(r *conformance.Rank) error {
 			if err := in.Write(all[rank]); err != nil {
 				return err
 			}
-			ip, op := in.(*devmem.Buffer).Ptr(), out.(*devmem.Buffer).Ptr()
+			ip, op := ptrOf(in), ptrOf(out)
 			if err := c.AllReduceDevice(ip, op, call.n, call.dt, 0, check.RedOpOf(call.red, rank)); err != nil {
 				return fmt.Errorf("round %d, call %d (%+v): %w", round, i, call, err)
 			}
@@ -113,11 +157,28 @@ func windowRank(r *conformance.Rank) error {
 			}
 			checked++
 		}
+		k, err := scatterRound(c, reg.Alloc, round)
+		scattered += k
+		if err != nil {
+			return err
+		}
 	}
 	if len(wins) != 1 {
 		return fmt.Errorf("%d windows registered, want 1", len(wins))
 	}
-	// Registered on rank 0 alone: a mismatch on every rank.
+	if cumem {
+		// Before the mismatch below, which poisons the communicator.
+		if err := cuMemRank(r, g); err != nil {
+			return err
+		}
+	}
+	// Registered on rank 0 alone: a mismatch on every rank, for a
+	// reduce-scatter (on a communicator of its own: the all-reduce's
+	// poisons this one), then for an all-reduce.
+	rsMismatch, err := scatterMismatch(r, g)
+	if err != nil {
+		return err
+	}
 	n := llMax
 	var in check.Buffer
 	if rank == 0 {
@@ -132,7 +193,7 @@ func windowRank(r *conformance.Rank) error {
 	if err := in.Write(check.Input(seed, 999, rank, n, detcoll.TypeFloat32)); err != nil {
 		return err
 	}
-	p := in.(*devmem.Buffer).Ptr()
+	p := ptrOf(in)
 	err = c.AllReduceDevice(p, p, n, detcoll.TypeFloat32, 0)
 	if err == nil {
 		err = c.Synchronize(0)
@@ -140,7 +201,8 @@ func windowRank(r *conformance.Rank) error {
 	if !errors.Is(err, detcoll.ErrMismatch) {
 		return fmt.Errorf("registered on rank 0 alone: %v, want a mismatch", err)
 	}
-	fmt.Printf("rank %d: %d all-reduces in a window checked; registered on rank 0 alone: %v\n", rank, checked, err)
+	fmt.Printf("rank %d: %d all-reduces and %d reduce-scatters in a window checked; registered on rank 0 alone: %v; reduce-scatter: %v\n",
+		rank, checked, scattered, err, rsMismatch)
 	for _, win := range wins {
 		win.Deregister(ctx)
 	}

@@ -24,6 +24,31 @@ typedef uintptr_t CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 typedef struct { char reserved[64]; } CUipcMemHandle;
 
+// The virtual memory management API (cuMemCreate and its kin). The enums of
+// cuda.h are int-sized; these structs keep its layout (CUmemAllocationProp:
+// 32 bytes, CUmemAccessDesc: 12).
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct {
+  int type; // CUmemLocationType
+  int id;
+} CUmemLocation;
+typedef struct {
+  int type;                 // CUmemAllocationType
+  int requestedHandleTypes; // CUmemAllocationHandleType, a bit set
+  CUmemLocation location;
+  void* win32HandleMetaData; // NULL off Windows
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+} CUmemAllocationProp;
+typedef struct {
+  CUmemLocation location;
+  int flags; // CUmemAccess_flags
+} CUmemAccessDesc;
+
 typedef int nvrtcResult;
 typedef uintptr_t nvrtcProgram;
 
@@ -76,6 +101,30 @@ typedef uintptr_t nvrtcProgram;
   X(cuIpcGetMemHandle, "cuIpcGetMemHandle", (CUipcMemHandle* h, CUdeviceptr p), (h, p)) \
   X(cuIpcOpenMemHandle, "cuIpcOpenMemHandle_v2", (CUdeviceptr* p, CUipcMemHandle h, unsigned int flags), (p, h, flags)) \
   X(cuIpcCloseMemHandle, "cuIpcCloseMemHandle", (CUdeviceptr p), (p)) \
+  X(cuMemGetAddressRange, "cuMemGetAddressRange_v2", (CUdeviceptr* base, size_t* n, CUdeviceptr p), (base, n, p)) \
+  X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", \
+    (size_t* g, const CUmemAllocationProp* prop, int option), (g, prop, option)) \
+  X(cuMemCreate, "cuMemCreate", \
+    (CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop, unsigned long long flags), \
+    (h, n, prop, flags)) \
+  X(cuMemRelease, "cuMemRelease", (CUmemGenericAllocationHandle h), (h)) \
+  /* addr is a void* in cuda.h: an address, passed in the same register as an integer. */ \
+  X(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", (CUmemGenericAllocationHandle* h, uintptr_t addr), \
+    (h, addr)) \
+  X(cuMemExportToShareableHandle, "cuMemExportToShareableHandle", \
+    (void* out, CUmemGenericAllocationHandle h, int type, unsigned long long flags), (out, h, type, flags)) \
+  /* osHandle is a void* in cuda.h; for a POSIX file descriptor it is the descriptor's value. */ \
+  X(cuMemImportFromShareableHandle, "cuMemImportFromShareableHandle", \
+    (CUmemGenericAllocationHandle* h, uintptr_t osHandle, int type), (h, osHandle, type)) \
+  X(cuMemAddressReserve, "cuMemAddressReserve", \
+    (CUdeviceptr* p, size_t n, size_t align, CUdeviceptr addr, unsigned long long flags), (p, n, align, addr, flags)) \
+  X(cuMemAddressFree, "cuMemAddressFree", (CUdeviceptr p, size_t n), (p, n)) \
+  X(cuMemMap, "cuMemMap", \
+    (CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags), \
+    (p, n, off, h, flags)) \
+  X(cuMemUnmap, "cuMemUnmap", (CUdeviceptr p, size_t n), (p, n)) \
+  X(cuMemSetAccess, "cuMemSetAccess", (CUdeviceptr p, size_t n, const CUmemAccessDesc* desc, size_t count), \
+    (p, n, desc, count)) \
   X(cuStreamCreate, "cuStreamCreate", (CUstream* s, unsigned int flags), (s, flags)) \
   X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream s), (s)) \
   X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream s), (s)) \

@@ -150,6 +150,63 @@ func IPCOpenMemHandle(h IPCMemHandle) (DevicePtr, error) { return 0, stub("IPCOp
 // IPCCloseMemHandle always fails in this build.
 func IPCCloseMemHandle(p DevicePtr) error { return stub("IPCCloseMemHandle") }
 
+// MemAllocationGranularity always fails in this build.
+func MemAllocationGranularity(dev Device, types MemHandleType, which Granularity) (int, error) {
+	return 0, stub("MemAllocationGranularity")
+}
+
+// MemCreate always fails in this build.
+func MemCreate(size int, dev Device, types MemHandleType) (MemHandle, error) {
+	return 0, stub("MemCreate")
+}
+
+// MemRelease always fails in this build.
+func MemRelease(h MemHandle) error { return stub("MemRelease") }
+
+// MemRetainAllocationHandle always fails in this build.
+func MemRetainAllocationHandle(p DevicePtr) (MemHandle, error) {
+	return 0, stub("MemRetainAllocationHandle")
+}
+
+// MemGetAddressRange always fails in this build.
+func MemGetAddressRange(p DevicePtr) (base DevicePtr, size int, err error) {
+	return 0, 0, stub("MemGetAddressRange")
+}
+
+// MemExportFD always fails in this build.
+func MemExportFD(h MemHandle) (int, error) { return -1, stub("MemExportFD") }
+
+// MemImportFD always fails in this build.
+func MemImportFD(fd int) (MemHandle, error) { return 0, stub("MemImportFD") }
+
+// MemAddressReserve always fails in this build.
+func MemAddressReserve(size, align int) (DevicePtr, error) { return 0, stub("MemAddressReserve") }
+
+// MemAddressFree always fails in this build.
+func MemAddressFree(p DevicePtr, size int) error { return stub("MemAddressFree") }
+
+// MemMap always fails in this build.
+func MemMap(p DevicePtr, size int, h MemHandle) error { return stub("MemMap") }
+
+// MemUnmap always fails in this build.
+func MemUnmap(p DevicePtr, size int) error { return stub("MemUnmap") }
+
+// MemSetAccess always fails in this build.
+func MemSetAccess(p DevicePtr, size int, dev Device) error { return stub("MemSetAccess") }
+
+// MemAllocShareable always fails in this build.
+func MemAllocShareable(dev Device, size int) (DevicePtr, int, error) {
+	return 0, 0, stub("MemAllocShareable")
+}
+
+// MemMapNew always fails in this build.
+func MemMapNew(h MemHandle, size, align int, dev Device) (DevicePtr, error) {
+	return 0, stub("MemMapNew")
+}
+
+// MemFreeShareable always fails in this build.
+func MemFreeShareable(p DevicePtr) error { return stub("MemFreeShareable") }
+
 // StreamCreate always fails in this build.
 func StreamCreate(flags StreamFlags) (Stream, error) { return 0, stub("StreamCreate") }
 
