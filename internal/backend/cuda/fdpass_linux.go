@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -32,21 +33,28 @@ const fdTokenLen = 16
 // fdRequestLen is a request: the token, then the asking rank (uint32).
 const fdRequestLen = fdTokenLen + 4
 
-// fdServer serves one file descriptor over a listening socket, from one
-// goroutine that listenFD starts and Close stops.
+// fdServer serves one file descriptor over a listening socket, from a
+// goroutine that listenFD starts and Close stops, and a goroutine per
+// connection: a connection that stalls (a stray process's, say) holds up
+// no one else.
 type fdServer struct {
 	ln      *net.UnixListener
 	fd      int // not the server's: its owner closes it after Close
 	token   [fdTokenLen]byte
-	want    int           // the ranks to serve: serve returns once it served as many
+	want    int           // the ranks to serve: the listener closes once it served as many
 	timeout time.Duration // bounds each connection
-	done    chan struct{} // closed when serve returns
+	done    chan struct{} // closed when serve and every connection's goroutine returned
 
 	mu     sync.Mutex
-	conn   *net.UnixConn // the connection being served; guarded by mu
-	closed bool          // Close was called; guarded by mu
-	served []int         // the ranks given the descriptor; guarded by mu
+	conns  map[*net.UnixConn]bool // the connections being served; guarded by mu
+	closed bool                   // Close was called; guarded by mu
+	served []int                  // the ranks given the descriptor; guarded by mu
 }
+
+// fdRequestWait bounds the wait for a request once a peer connected: a
+// peer writes it as soon as it connects, so a longer wait is a stray
+// connection's.
+const fdRequestWait = 5 * time.Second
 
 // listenFD listens on the abstract socket name ("@...") and serves fd to
 // want peers that show token, each connection bounded by timeout, until
@@ -59,21 +67,26 @@ func listenFD(name string, fd int, token [fdTokenLen]byte, want int, timeout tim
 	// An abstract socket leaves no file, and Close must not try to
 	// remove one.
 	ln.SetUnlinkOnClose(false)
-	s := &fdServer{ln: ln, fd: fd, token: token, want: want, timeout: timeout, done: make(chan struct{})}
+	s := &fdServer{ln: ln, fd: fd, token: token, want: want, timeout: timeout, done: make(chan struct{}), conns: make(map[*net.UnixConn]bool)}
 	go s.serve()
 	return s, nil
 }
 
-// serve accepts connections one at a time until it has served want ranks
-// or the listener closes. A connection that shows a wrong token, or does
-// not finish within the timeout, is dropped.
+// serve accepts connections until the listener closes: at Close, once
+// want ranks were served, or on an error. The listener is closed then
+// whatever the cause, so that a peer still to ask fails at once instead
+// of waiting in the backlog.
 func (s *fdServer) serve() {
-	defer close(s.done)
-	seen := make(map[int]bool)
-	for len(seen) < s.want {
+	var wg sync.WaitGroup
+	defer func() {
+		s.ln.Close()
+		wg.Wait()
+		close(s.done)
+	}()
+	for {
 		conn, err := s.ln.AcceptUnix()
 		if err != nil {
-			return // closed; or broken, and then the peers fail to fetch
+			return
 		}
 		s.mu.Lock()
 		if s.closed {
@@ -81,27 +94,38 @@ func (s *fdServer) serve() {
 			conn.Close()
 			return
 		}
-		s.conn = conn
+		s.conns[conn] = true
 		s.mu.Unlock()
-		if rank, ok := s.serveConn(conn); ok {
-			seen[rank] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rank, ok := s.serveConn(conn)
+			conn.Close()
 			s.mu.Lock()
-			s.served = append(s.served, rank)
-			s.mu.Unlock()
-		}
-		s.mu.Lock()
-		s.conn = nil
-		s.mu.Unlock()
-		conn.Close()
+			defer s.mu.Unlock()
+			delete(s.conns, conn)
+			if ok && !slices.Contains(s.served, rank) {
+				s.served = append(s.served, rank)
+				if len(s.served) >= s.want {
+					s.ln.Close() // serve returns
+				}
+			}
+		}()
 	}
 }
 
-// serveConn reads one request from conn and, where its token is right,
-// sends the descriptor. It returns the rank served.
+// serveConn reads one request from conn and, where it comes from a
+// process of this user and shows the right token, sends the descriptor.
+// It returns the rank served.
 func (s *fdServer) serveConn(conn *net.UnixConn) (int, bool) {
-	if s.timeout > 0 {
-		conn.SetDeadline(time.Now().Add(s.timeout))
+	if !sameUser(conn) {
+		return 0, false
 	}
+	wait := fdRequestWait
+	if s.timeout > 0 && s.timeout < wait {
+		wait = s.timeout
+	}
+	conn.SetDeadline(time.Now().Add(wait))
 	var req [fdRequestLen]byte
 	if _, err := io.ReadFull(conn, req[:]); err != nil {
 		return 0, false
@@ -117,13 +141,31 @@ func (s *fdServer) serveConn(conn *net.UnixConn) (int, bool) {
 	return rank, true
 }
 
-// Close stops serving: it closes the listener and the connection being
-// served, and waits for the goroutine. It returns the ranks served.
+// sameUser reports whether conn's other end runs as this process's user
+// (SO_PEERCRED): the ranks of a job do, and the token alone would let any
+// user who read it from a leaked log ask.
+func sameUser(conn *net.UnixConn) bool {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return false
+	}
+	return cred.Uid == uint32(os.Getuid())
+}
+
+// Close stops serving: it closes the listener and the connections being
+// served, and waits for their goroutines. It returns the ranks served.
 func (s *fdServer) Close() []int {
 	s.mu.Lock()
 	s.closed = true
-	if s.conn != nil {
-		s.conn.Close()
+	for conn := range s.conns {
+		conn.Close()
 	}
 	s.mu.Unlock()
 	s.ln.Close()
@@ -200,6 +242,10 @@ func closeFDs(fds []int) {
 		syscall.Close(fd)
 	}
 }
+
+// closeOnExec marks a descriptor the driver made: it is not close-on-exec,
+// and a child started meanwhile would hold the allocation.
+func closeOnExec(fd int) { syscall.CloseOnExec(fd) }
 
 // closeFD closes a descriptor this package was handed.
 func closeFD(fd int) {

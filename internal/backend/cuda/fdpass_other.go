@@ -29,3 +29,5 @@ func fetchFD(ctx context.Context, name string, token [fdTokenLen]byte, rank int)
 }
 
 func closeFD(fd int) {}
+
+func closeOnExec(fd int) {}

@@ -182,7 +182,15 @@ func graphRank(r *conformance.Rank) error {
 	if err != nil {
 		return err
 	}
-	defer g.close()
+	// The windows' memory goes after g closes, which gives the windows
+	// back: a window must not outlive its memory.
+	var win *devmem.Memory
+	defer func() {
+		g.close()
+		if win != nil {
+			win.Arena.Free()
+		}
+	}()
 	c, m, s := g.c, g.mem, g.streams[0]
 	st := detcoll.Stream(s)
 	w, rank := r.World, r.Rank
@@ -190,13 +198,12 @@ func graphRank(r *conformance.Rank) error {
 	if err != nil {
 		return err
 	}
-	win := devmem.NewMemory(0)
+	win = devmem.NewMemory(0)
 	win.Arena.ChunkSize = 32 << 20
 	win.Arena.OnChunk = func(p driver.DevicePtr, n int) error {
 		_, err := c.RegisterDevice(context.Background(), detcoll.DevicePtr(p), n)
 		return err // Close gives the window back, before the memory goes
 	}
-	defer win.Arena.Free()
 	regOps, err := windowGraphOps(win, w)
 	if err != nil {
 		return err

@@ -58,7 +58,7 @@ func headerGroups() []struct {
 			{"DC_OFF_PROF", offProf, "DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.h, profile.go)"},
 			{"DC_OFF_ACK", offAck, "ack[p]: rank p's done, pushed here by p"},
 			{"DC_OFF_SENT1", offSent1, "sent1[p]: rank p pushed its parts of the input here (push path)"},
-			{"DC_OFF_SENT2", offSent2, "sent2[p]: rank p pushed its reduced part here (push path)"},
+			{"DC_OFF_SENT2", offSent2, "sent2[p]: rank p pushed its reduced part here (push path), or read this rank's input and wrote its sums (registered)"},
 			{"DC_OFF_STOPPED", offStopped, "stopped[p]: rank p's kernels have stopped (written by its host in Close)"},
 			{"DC_CTRL_SIZE", ctrlSize, ""},
 			{"DC_LL_HDR", llHeader, "LL: the signature lines at the head of a receive slot"},

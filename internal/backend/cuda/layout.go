@@ -30,7 +30,7 @@ const (
 	offProf         = 1600 // DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.go), 12 words
 	offAck          = 2048 // ack[p]: rank p's done, pushed here by p
 	offSent1        = 2560 // sent1[p]: rank p pushed its parts of the input here (push path)
-	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path)
+	offSent2        = 3072 // sent2[p]: rank p pushed its reduced part here (push path), or read this rank's input and wrote its sums (registered)
 	offStopped      = 3584 // stopped[p]: rank p's kernels have stopped; written by p's host in Close
 	ctrlSize        = 4096 // keeps the staging page aligned
 

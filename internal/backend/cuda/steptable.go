@@ -25,7 +25,7 @@ const (
 	opAwaitStage   // await stage >= seq
 	opAwaitReduced // await reduced >= seq
 	opAwaitSent1   // push path: await sent1 >= seq (the peers' parts are here)
-	opAwaitSent2   // push path: await sent2 >= seq (the peers' sums are here)
+	opAwaitSent2   // push and registered paths: await sent2 >= seq (the peers' sums are here; registered: they also read this rank's input)
 	opCheck        // compare every peer's signature with this call's
 
 	opPublishStage   // write the signature, then stage = seq (proto's Sign and Publish Stage)
@@ -70,7 +70,7 @@ var stepOpDocs = [numStepOps]struct{ name, doc string }{
 	opAwaitStage:        {"AWAIT_STAGE", "await stage >= seq"},
 	opAwaitReduced:      {"AWAIT_REDUCED", "await reduced >= seq"},
 	opAwaitSent1:        {"AWAIT_SENT1", "push path: await sent1 >= seq"},
-	opAwaitSent2:        {"AWAIT_SENT2", "push path: await sent2 >= seq"},
+	opAwaitSent2:        {"AWAIT_SENT2", "push and registered paths: await sent2 >= seq"},
 	opCheck:             {"CHECK", "compare the peers' signatures with this call's"},
 	opPublishStage:      {"PUBLISH_STAGE", "write the signature, then stage = seq"},
 	opPublishReduced:    {"PUBLISH_REDUCED", "reduced = seq"},

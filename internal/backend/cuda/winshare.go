@@ -178,6 +178,7 @@ func (c *Comm) exportFD(h driver.MemHandle, addr, end uint64) (windowMsg, int, e
 	if err != nil {
 		return windowMsg{}, -1, fmt.Errorf("its cuMemCreate allocation does not export as a POSIX file descriptor (requestedHandleTypes without CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR?): %w", err)
 	}
+	closeOnExec(fd)
 	// A peer maps the allocation at addresses aligned to this device's
 	// granularity; where the driver does not say, at its default.
 	align, err := driver.MemAllocationGranularity(c.dev, driver.MemHandlePosixFD, driver.GranularityMinimum)

@@ -53,7 +53,7 @@ struct State {
   u64 sig[kWorld * DC_SIG_WORDS];
   unsigned char sig_ok[kWorld * DC_SIG_WORDS];
   int last;  // last_block's verdict
-  int remote;  // the launch's blocks write into peers' memory (push, registered): each fences at system scope
+  int remote;  // the launch's blocks write or read peers' memory (push, registered): each fences at system scope
   u32 win;   // LL: the window this block handles (its ticket)
   // The block's poller (poll_block) and what it found, for every waiter of
   // the block: per peer a code to record and its aux word, the abort word,

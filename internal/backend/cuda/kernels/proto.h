@@ -26,7 +26,7 @@
 #define DC_OFF_PROF 1600  // DETCOLL_CUDA_PROFILE: the LL launches' spans (profile.h, profile.go)
 #define DC_OFF_ACK 2048  // ack[p]: rank p's done, pushed here by p
 #define DC_OFF_SENT1 2560  // sent1[p]: rank p pushed its parts of the input here (push path)
-#define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path)
+#define DC_OFF_SENT2 3072  // sent2[p]: rank p pushed its reduced part here (push path), or read this rank's input and wrote its sums (registered)
 #define DC_OFF_STOPPED 3584  // stopped[p]: rank p's kernels have stopped (written by its host in Close)
 #define DC_CTRL_SIZE 4096
 #define DC_LL_HDR 128  // LL: the signature lines at the head of a receive slot
@@ -51,7 +51,7 @@
 #define DC_S_AWAIT_STAGE 2  // await stage >= seq
 #define DC_S_AWAIT_REDUCED 3  // await reduced >= seq
 #define DC_S_AWAIT_SENT1 4  // push path: await sent1 >= seq
-#define DC_S_AWAIT_SENT2 5  // push path: await sent2 >= seq
+#define DC_S_AWAIT_SENT2 5  // push and registered paths: await sent2 >= seq
 #define DC_S_CHECK 6  // compare the peers' signatures with this call's
 #define DC_S_PUBLISH_STAGE 7  // write the signature, then stage = seq
 #define DC_S_PUBLISH_REDUCED 8  // reduced = seq

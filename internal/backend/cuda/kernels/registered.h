@@ -13,10 +13,10 @@
 // scope before it (run's remote), for reads as for writes: a peer reuses
 // its input once it has every sent2.
 //
-// In place (an all-reduce; a reduce-scatter's input and output never
-// overlap) is safe: part p of every rank's buffer is read and written by
-// rank p alone, each element read from every rank and then stored by the
-// same thread.
+// In place is safe (an all-reduce's output is its input; a
+// reduce-scatter's output may be its input's own part): part p of every
+// rank's buffer is read and written by rank p alone, each element read
+// from every rank and then stored by the same thread.
 
 // registered_path reports whether op is one of the registered path's
 // primitives.
