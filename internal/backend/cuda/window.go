@@ -222,7 +222,13 @@ func (c *Comm) mapWindow(ctx context.Context, call int, addr uint64, size, row i
 	if err == nil {
 		for p, v := range all {
 			if len(v) == 0 || v[0] != 1 {
-				err = fmt.Errorf("%w: register: rank %d could not map its peers' windows: %s", base.ErrUnavailable, p, v[min(1, len(v)):])
+				if p == c.rank {
+					// Its own error, wrapped: a timeout still matches
+					// context.DeadlineExceeded.
+					err = fmt.Errorf("%w: register: rank %d could not map its peers' windows: %w", base.ErrUnavailable, p, openErr)
+				} else {
+					err = fmt.Errorf("%w: register: rank %d could not map its peers' windows: %s", base.ErrUnavailable, p, v[min(1, len(v)):])
+				}
 				break
 			}
 		}
