@@ -45,17 +45,7 @@ func TestGPUMemShareable(t *testing.T) {
 		t.Errorf("MemGetAddressRange(p+12345) = %v, %d, %v; want %v, %d", base, m, err, p, n)
 	}
 
-	h, err := MemRetainAllocationHandle(p + 4096)
-	check(t, err)
-	fd, err := MemExportFD(h)
-	check(t, MemRelease(h))
-	check(t, err)
-	h2, err := MemImportFD(fd)
-	check(t, syscall.Close(fd))
-	check(t, err)
-	q, err := MemMapNew(h2, n, g, dev)
-	check(t, MemRelease(h2))
-	check(t, err)
+	q := exportAndMap(t, p+4096, n, g, dev)
 	if q == p {
 		t.Fatalf("the import is mapped at the exporter's address %v", p)
 	}
@@ -130,17 +120,7 @@ func TestGPUMemShareable(t *testing.T) {
 	for range rounds {
 		p, n, err := MemAllocShareable(dev, roundSize)
 		check(t, err)
-		h, err := MemRetainAllocationHandle(p)
-		check(t, err)
-		fd, err := MemExportFD(h)
-		check(t, MemRelease(h))
-		check(t, err)
-		h2, err := MemImportFD(fd)
-		check(t, syscall.Close(fd))
-		check(t, err)
-		q, err := MemMapNew(h2, n, g, dev)
-		check(t, MemRelease(h2))
-		check(t, err)
+		q := exportAndMap(t, p, n, g, dev)
 		check(t, MemsetD8(q, 1, n))
 		check(t, CtxSynchronize())
 		check(t, errors.Join(MemUnmap(q, n), MemAddressFree(q, n)))
@@ -156,4 +136,23 @@ func TestGPUMemShareable(t *testing.T) {
 		t.Errorf("%d MiB of device memory gone after %d rounds of %d MiB", lost>>20, rounds, roundSize>>20)
 	}
 	t.Logf("%d rounds: free %d -> %d MiB", rounds, free0>>20, free1>>20)
+}
+
+// exportAndMap exports the allocation that holds at as a descriptor,
+// imports it back and maps all n bytes of it at a new address (alignment
+// g), as a peer does, releasing every handle and the descriptor on the way.
+func exportAndMap(t *testing.T, at DevicePtr, n int, g int, dev Device) DevicePtr {
+	t.Helper()
+	h, err := MemRetainAllocationHandle(at)
+	check(t, err)
+	fd, err := MemExportFD(h)
+	check(t, MemRelease(h))
+	check(t, err)
+	h2, err := MemImportFD(fd)
+	check(t, syscall.Close(fd))
+	check(t, err)
+	q, err := MemMapNew(h2, n, g, dev)
+	check(t, MemRelease(h2))
+	check(t, err)
+	return q
 }
