@@ -50,8 +50,8 @@ type windowBackend interface {
 // Memory that shares neither way (cuMemCreate's without that handle type,
 // a window across two allocations) fails with ErrUnavailable on every
 // rank, naming the rank and why, and calls on it take the unregistered
-// path. Windows may not overlap. A communicator holds at most 256 at once; Close gives them all
-// back.
+// path. Windows may not overlap. A communicator holds at most 256 at
+// once; Close gives them all back.
 func (c *Comm) RegisterDevice(ctx context.Context, buf DevicePtr, size int) (*Window, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
